@@ -1,0 +1,92 @@
+//! The `idemkey` command line: `serve` (the default), `migrate`, `token`.
+
+use std::net::TcpListener;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::auth::{mint, Role, RoleSet};
+use crate::config::Config;
+use crate::domain::duration::parse_duration;
+use crate::domain::TenantId;
+use crate::startup::{open_store, Application, Mount};
+
+#[derive(Parser)]
+#[command(
+    name = "idemkey",
+    version,
+    about = "A multi-tenant idempotency service"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Print a signed JWT for a tenant (signed with the first HS256 secret).
+    Token {
+        #[arg(long)]
+        tenant: String,
+        /// Comma-separated roles: client, viewer, admin.
+        #[arg(long, value_delimiter = ',', default_value = "client")]
+        roles: Vec<String>,
+        /// Lifetime, such as 90s, 15m or 2h.
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+    },
+}
+
+/// Runs the command line. `mount` adds the dashboard's routes to `serve`.
+pub async fn run(mount: Mount) -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let config = Config::from_env()?;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(&config, mount).await,
+        Command::Migrate => {
+            open_store(&config).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Token { tenant, roles, ttl } => {
+            println!("{}", token(&config, &tenant, &roles, &ttl)?);
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: &Config, mount: Mount) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(&config.listen)
+        .with_context(|| format!("IDEMKEY_LISTEN: cannot listen on {}", config.listen))?;
+    let app = Application::build(config, listener, mount).await?;
+    app.run_until_stopped().await?;
+    tracing::info!("idemkey stopped");
+    Ok(())
+}
+
+fn token(config: &Config, tenant: &str, roles: &[String], ttl: &str) -> anyhow::Result<String> {
+    let tenant = TenantId::parse(tenant).context("--tenant")?;
+    let roles = roles
+        .iter()
+        .map(|r| Role::parse(r.trim()).with_context(|| format!("--roles: unknown role {r:?}")))
+        .collect::<anyhow::Result<RoleSet>>()?;
+    let ttl = parse_duration(ttl)
+        .with_context(|| format!("--ttl: expected a duration such as 15m, got {ttl:?}"))?;
+    let (kid, secret) = config
+        .jwt_secrets
+        .first()
+        .context("no HS256 secret is configured (IDEMKEY_JWT_SECRETS)")?;
+    mint(
+        kid,
+        secret,
+        &config.jwt_issuer,
+        &config.jwt_audience,
+        &tenant,
+        roles,
+        ttl,
+    )
+}

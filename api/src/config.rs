@@ -1,0 +1,226 @@
+//! Configuration from `IDEMKEY_*` environment variables (SPEC section 10).
+//!
+//! An optional file named by `IDEMKEY_CONFIG_FILE` (lines of `NAME=value`)
+//! may add variables; a variable already set in the environment wins. Every
+//! error names the variable at fault.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use rand::RngCore;
+
+use crate::auth::{AuthSettings, MIN_HS256_SECRET_BYTES};
+use crate::domain::duration::parse_duration;
+
+/// Shortest effect-id key we accept (HS256 keys follow RFC 7518's 32 bytes,
+/// see `auth::MIN_HS256_SECRET_BYTES`).
+const MIN_SECRET_BYTES: usize = 16;
+/// The kid of the development secret generated into the data directory.
+pub const DEV_KID: &str = "dev";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: String,
+    pub database_url: Option<String>,
+    pub redis_url: Option<String>,
+    pub archive_url: Option<String>,
+    pub data_dir: PathBuf,
+    pub jwt_issuer: String,
+    pub jwt_audience: String,
+    /// `(kid, secret)` pairs; the first one signs `idemkey token`.
+    pub jwt_secrets: Vec<(String, Vec<u8>)>,
+    pub jwt_jwks_file: Option<PathBuf>,
+    pub effect_secret: Vec<u8>,
+    pub workers: bool,
+    pub worker_interval: Duration,
+}
+
+impl Config {
+    /// Reads the process environment (after the optional config file).
+    pub fn from_env() -> anyhow::Result<Self> {
+        if let Ok(file) = std::env::var("IDEMKEY_CONFIG_FILE") {
+            dotenvy::from_path(&file)
+                .with_context(|| format!("IDEMKEY_CONFIG_FILE: cannot read {file:?}"))?;
+        }
+        Self::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// Builds a configuration from any variable source (tests pass a map).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let data_dir = PathBuf::from(var("IDEMKEY_DATA_DIR").unwrap_or_else(|| "./data".into()));
+        let listen = var("IDEMKEY_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
+        if std::net::ToSocketAddrs::to_socket_addrs(&listen).is_err() {
+            bail!("IDEMKEY_LISTEN: expected host:port, got {listen:?}");
+        }
+        let jwt_secrets = match var("IDEMKEY_JWT_SECRETS") {
+            Some(list) => parse_secrets(&list)?,
+            None => vec![(
+                DEV_KID.to_owned(),
+                stored_secret(&data_dir, "jwt-dev-secret")?,
+            )],
+        };
+        let effect_secret = match var("IDEMKEY_SECRET") {
+            Some(s) if s.len() < MIN_SECRET_BYTES => {
+                bail!("IDEMKEY_SECRET: must be at least {MIN_SECRET_BYTES} bytes")
+            }
+            Some(s) => s.into_bytes(),
+            None => stored_secret(&data_dir, "effect-secret")?,
+        };
+        let workers = match var("IDEMKEY_WORKERS").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => bail!("IDEMKEY_WORKERS: expected on or off, got {other:?}"),
+        };
+        let worker_interval = match var("IDEMKEY_WORKER_INTERVAL") {
+            None => Duration::from_secs(30),
+            Some(s) => parse_duration(&s)
+                .filter(|d| !d.is_zero())
+                .with_context(|| {
+                    format!("IDEMKEY_WORKER_INTERVAL: expected a duration such as 30s, got {s:?}")
+                })?,
+        };
+        Ok(Self {
+            listen,
+            database_url: var("IDEMKEY_DATABASE_URL"),
+            redis_url: var("IDEMKEY_REDIS_URL"),
+            archive_url: var("IDEMKEY_ARCHIVE_URL"),
+            jwt_issuer: var("IDEMKEY_JWT_ISSUER").unwrap_or_else(|| "idemkey".into()),
+            jwt_audience: var("IDEMKEY_JWT_AUDIENCE").unwrap_or_else(|| "idemkey".into()),
+            jwt_secrets,
+            jwt_jwks_file: var("IDEMKEY_JWT_JWKS_FILE").map(PathBuf::from),
+            effect_secret,
+            workers,
+            worker_interval,
+            data_dir,
+        })
+    }
+
+    pub fn auth_settings(&self) -> AuthSettings {
+        AuthSettings {
+            issuer: self.jwt_issuer.clone(),
+            audience: self.jwt_audience.clone(),
+            hs256: self.jwt_secrets.clone(),
+            jwks: self.jwt_jwks_file.clone(),
+        }
+    }
+}
+
+fn parse_secrets(list: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let Some((kid, secret)) = pair.split_once('=') else {
+                bail!("IDEMKEY_JWT_SECRETS: expected kid=secret pairs separated by commas");
+            };
+            if kid.is_empty() {
+                bail!("IDEMKEY_JWT_SECRETS: a secret has an empty kid");
+            }
+            if secret.len() < MIN_HS256_SECRET_BYTES {
+                bail!("IDEMKEY_JWT_SECRETS: the secret of kid {kid:?} is shorter than {MIN_HS256_SECRET_BYTES} bytes");
+            }
+            Ok((kid.to_owned(), secret.as_bytes().to_vec()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()
+        .and_then(|secrets| {
+            if secrets.is_empty() {
+                bail!("IDEMKEY_JWT_SECRETS: no kid=secret pair given");
+            }
+            Ok(secrets)
+        })
+}
+
+/// A random secret kept in the data directory, created on first use.
+///
+/// Creation is atomic even with several processes starting at once: the
+/// secret is written to a private temporary file and hard-linked into place,
+/// which fails if another process got there first — then we read theirs.
+fn stored_secret(data_dir: &Path, name: &str) -> anyhow::Result<Vec<u8>> {
+    let path = data_dir.join(name);
+    if let Ok(existing) = fs::read_to_string(&path) {
+        return Ok(existing.trim().as_bytes().to_vec());
+    }
+    fs::create_dir_all(data_dir)
+        .with_context(|| format!("IDEMKEY_DATA_DIR: cannot create {}", data_dir.display()))?;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let tmp = data_dir.join(format!(".{name}.{}", std::process::id()));
+    let mut file = fs::File::create(&tmp)
+        .with_context(|| format!("IDEMKEY_DATA_DIR: cannot write {}", tmp.display()))?;
+    file.write_all(hex::encode(bytes).as_bytes())?;
+    file.sync_all()?;
+    let linked = fs::hard_link(&tmp, &path);
+    let _ = fs::remove_file(&tmp);
+    if let Err(e) = linked {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(e)
+                .with_context(|| format!("IDEMKEY_DATA_DIR: cannot write {}", path.display()));
+        }
+    }
+    Ok(fs::read_to_string(&path)?.trim().as_bytes().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> anyhow::Result<Config> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_vars(|name| map.get(name).cloned())
+    }
+
+    const SECRETS: (&str, &str) = (
+        "IDEMKEY_JWT_SECRETS",
+        "k1=0123456789abcdef0123456789abcdef,k2=fedcba9876543210fedcba9876543210",
+    );
+    const EFFECT: (&str, &str) = ("IDEMKEY_SECRET", "0123456789abcdef");
+
+    #[test]
+    fn defaults_follow_the_contract() {
+        let c = config(&[SECRETS, EFFECT]).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080");
+        assert_eq!(c.jwt_issuer, "idemkey");
+        assert_eq!(c.jwt_audience, "idemkey");
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert!(c.workers);
+        assert_eq!(c.worker_interval, Duration::from_secs(30));
+        assert_eq!(c.jwt_secrets[0].0, "k1");
+        assert_eq!(c.jwt_secrets.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_variable_at_fault() {
+        let cases = [
+            ("IDEMKEY_LISTEN", "nonsense"),
+            ("IDEMKEY_WORKERS", "maybe"),
+            ("IDEMKEY_WORKER_INTERVAL", "soon"),
+            ("IDEMKEY_JWT_SECRETS", "k1"),
+            ("IDEMKEY_JWT_SECRETS", "k1=short"),
+            ("IDEMKEY_SECRET", "short"),
+        ];
+        for (name, value) in cases {
+            let err = config(&[SECRETS, EFFECT, (name, value)]).unwrap_err();
+            assert!(format!("{err:#}").contains(name), "{name}: {err:#}");
+        }
+    }
+
+    #[test]
+    fn generated_secrets_persist_in_the_data_dir() {
+        let dir = std::env::temp_dir().join(format!("idemkey-config-{}", rand::random::<u64>()));
+        let dir_s = dir.to_str().unwrap();
+        let first = config(&[("IDEMKEY_DATA_DIR", dir_s)]).unwrap();
+        let second = config(&[("IDEMKEY_DATA_DIR", dir_s)]).unwrap();
+        assert_eq!(first.effect_secret, second.effect_secret);
+        assert_eq!(first.jwt_secrets, second.jwt_secrets);
+        assert_eq!(first.jwt_secrets[0].0, DEV_KID);
+        assert_ne!(first.effect_secret, first.jwt_secrets[0].1);
+        fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,92 @@
+//! Effect ids: the stable identity a client passes to downstream providers.
+//!
+//! An effect id is an HMAC-SHA256 of the scoped key under the server secret,
+//! so it is identical for every attempt of one operation (and across nodes
+//! that share `IDEMKEY_SECRET`), yet cannot be guessed from the key alone.
+//! Step effect ids add the step name to the same derivation.
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::ScopedKey;
+
+#[derive(Clone)]
+pub struct EffectSecret(Vec<u8>);
+
+impl EffectSecret {
+    pub fn new(bytes: Vec<u8>) -> Self {
+        Self(bytes)
+    }
+
+    pub fn effect_id(&self, scoped: &ScopedKey) -> String {
+        self.derive("effect", scoped, None)
+    }
+
+    pub fn step_effect_id(&self, scoped: &ScopedKey, step: &str) -> String {
+        self.derive("step", scoped, Some(step))
+    }
+
+    fn derive(&self, purpose: &str, scoped: &ScopedKey, step: Option<&str>) -> String {
+        // Names never contain NUL (they are validated), so the encoding is
+        // unambiguous.
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        for part in [
+            purpose,
+            scoped.tenant.as_str(),
+            scoped.operation.as_str(),
+            scoped.key.as_str(),
+        ]
+        .into_iter()
+        .chain(step)
+        {
+            mac.update(part.as_bytes());
+            mac.update(&[0]);
+        }
+        let digest = mac.finalize().into_bytes();
+        format!("eff_{}", hex::encode(&digest[..16]))
+    }
+}
+
+impl std::fmt::Debug for EffectSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EffectSecret(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{IdempotencyKey, OperationName, TenantId};
+
+    fn scoped(tenant: &str, key: &str) -> ScopedKey {
+        ScopedKey {
+            tenant: TenantId::parse(tenant).unwrap(),
+            operation: OperationName::parse("charges.create").unwrap(),
+            key: IdempotencyKey::parse(key).unwrap(),
+        }
+    }
+
+    #[test]
+    fn effect_ids_are_stable_per_scoped_key_and_secret() {
+        let secret = EffectSecret::new(b"s1".to_vec());
+        let id = secret.effect_id(&scoped("acme", "k1"));
+        assert_eq!(id, secret.effect_id(&scoped("acme", "k1")));
+        assert_eq!(id.len(), 4 + 32);
+        assert_ne!(id, secret.effect_id(&scoped("acme", "k2")));
+        assert_ne!(id, secret.effect_id(&scoped("globex", "k1")));
+        assert_ne!(
+            id,
+            EffectSecret::new(b"s2".to_vec()).effect_id(&scoped("acme", "k1"))
+        );
+    }
+
+    #[test]
+    fn step_effect_ids_differ_from_the_operation_and_each_other() {
+        let secret = EffectSecret::new(b"s1".to_vec());
+        let k = scoped("acme", "k1");
+        let db = secret.step_effect_id(&k, "database");
+        assert_ne!(db, secret.effect_id(&k));
+        assert_ne!(db, secret.step_effect_id(&k, "dns"));
+        assert_eq!(db, secret.step_effect_id(&k, "database"));
+    }
+}

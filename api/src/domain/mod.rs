@@ -1,0 +1,19 @@
+//! Pure domain: names, fingerprints, tokens, policy and the claim decision.
+//! Nothing here touches the network, the database or the clock.
+
+pub mod claim;
+pub mod duration;
+pub mod effect;
+pub mod fingerprint;
+pub mod names;
+pub mod outcome;
+pub mod owner;
+pub mod policy;
+
+pub use claim::{decide, Decision, RecordState, Seen};
+pub use effect::EffectSecret;
+pub use fingerprint::Fingerprint;
+pub use names::{IdempotencyKey, NameError, OperationName, ScopedKey, TenantId};
+pub use outcome::Outcome;
+pub use owner::{OwnerToken, OwnerTokenHash};
+pub use policy::Policy;

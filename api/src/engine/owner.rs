@@ -1,0 +1,102 @@
+//! The owner's calls: complete, heartbeat, release.
+//!
+//! Each is one compare-and-swap on (state = in_progress, owner token hash).
+//! Ownership is the token, checked atomically: an owner whose lease ran out
+//! but was not yet taken over may still complete. When the statement matches
+//! nothing, a read tells the caller why — without ever changing the row.
+
+use std::time::Duration;
+
+use super::Engine;
+use crate::domain::{Outcome, OwnerTokenHash, RecordState, ScopedKey};
+use crate::error::ApiError;
+use crate::store::{Completion, KeyRecord};
+
+/// The owner token as presented by the caller.
+pub struct OwnerCall<'a> {
+    pub token: &'a str,
+}
+
+impl OwnerCall<'_> {
+    fn hash(&self) -> OwnerTokenHash {
+        OwnerTokenHash::of(self.token)
+    }
+}
+
+impl Engine {
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn complete(
+        &self,
+        k: &ScopedKey,
+        call: &OwnerCall<'_>,
+        outcome: &Outcome,
+    ) -> Result<KeyRecord, ApiError> {
+        let completion = Completion {
+            owner: call.hash(),
+            outcome_json: &outcome.json,
+            outcome_hash: outcome.canonical_hash,
+        };
+        if let Some(record) = self.store.complete(k, &completion).await? {
+            return Ok(record);
+        }
+        let current = self.owned_by(k, call).await?;
+        match current.state {
+            RecordState::Completed if current.outcome_hash == Some(outcome.canonical_hash) => {
+                Ok(current)
+            }
+            RecordState::Completed => Err(ApiError::AlreadyCompleted),
+            RecordState::Quarantined => Err(ApiError::Quarantined),
+            // The row changed between our two statements; the caller retries.
+            RecordState::InProgress => Err(ApiError::Unavailable),
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn heartbeat(
+        &self,
+        k: &ScopedKey,
+        call: &OwnerCall<'_>,
+        lease: Duration,
+    ) -> Result<KeyRecord, ApiError> {
+        if let Some(record) = self.store.heartbeat(k, call.hash(), lease).await? {
+            return Ok(record);
+        }
+        Err(self.why_not_in_progress(k, call).await)
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn release(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Result<(), ApiError> {
+        if self.store.release(k, call.hash()).await? {
+            return Ok(());
+        }
+        Err(self.why_not_in_progress(k, call).await)
+    }
+
+    /// The live record, or 404 — for a key that never existed, that belongs
+    /// to another tenant (the tenant is part of the key) or is past its window.
+    pub async fn current(&self, k: &ScopedKey) -> Result<KeyRecord, ApiError> {
+        match self.store.find(k).await? {
+            Some(record) if !record.is_expired() => Ok(record),
+            _ => Err(ApiError::NotFound),
+        }
+    }
+
+    async fn owned_by(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Result<KeyRecord, ApiError> {
+        let current = self.current(k).await?;
+        if current.owner_token_hash != call.hash() {
+            return Err(ApiError::LeaseLost);
+        }
+        Ok(current)
+    }
+
+    async fn why_not_in_progress(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> ApiError {
+        match self.owned_by(k, call).await {
+            Err(e) => e,
+            Ok(r) => match r.state {
+                RecordState::Completed => ApiError::AlreadyCompleted,
+                RecordState::Quarantined => ApiError::Quarantined,
+                RecordState::InProgress => ApiError::Unavailable,
+            },
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! idemkey's API server: configuration, domain, storage and HTTP routes.
+//!
+//! Layers point one way: `routes` (HTTP) → `engine` (the protocol's loops) →
+//! `store` (every SQL statement) and `domain` (pure types and decisions).
+
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod engine;
+pub mod error;
+pub mod routes;
+pub mod startup;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,43 @@
+//! Reading JSON bodies with our own limits and our own error codes.
+
+use actix_web::web;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// A claim body (request plus envelope) is at most 1 MiB.
+pub const CLAIM_LIMIT: usize = 1024 * 1024;
+/// Owner calls without an outcome are tiny.
+pub const SMALL_LIMIT: usize = 64 * 1024;
+/// Complete and resolve carry an outcome of up to the class's
+/// `max_outcome_bytes` (at most 8 MiB) plus the envelope; the outcome itself
+/// is then checked against the class's own limit.
+pub const OUTCOME_LIMIT: usize = crate::domain::policy::MAX_OUTCOME_BYTES_CEILING + 64 * 1024;
+
+pub async fn read_json<T: DeserializeOwned>(
+    payload: web::Payload,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let bytes = match payload.to_bytes_limited(limit).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return Err(ApiError::bad_request(
+                "invalid_body",
+                "the body could not be read",
+            ))
+        }
+        Err(_) => {
+            return Err(ApiError::TooLarge {
+                code: "payload_too_large",
+                limit,
+            })
+        }
+    };
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let code = match e.classify() {
+            serde_json::error::Category::Data => "invalid_body",
+            _ => "invalid_json",
+        };
+        ApiError::bad_request(code, e.to_string())
+    })
+}

@@ -1,0 +1,242 @@
+//! `/v1/keys/{operation}/{key}/…`: claim, the owner's calls, lookup.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::body::{read_json, CLAIM_LIMIT, OUTCOME_LIMIT, SMALL_LIMIT};
+use super::caller::Caller;
+use super::view::{rfc3339, with_outcome, OwnedView, PreviousAttempt, RecordView, ReplayView};
+use super::AppState;
+use crate::auth::Role;
+use crate::domain::fingerprint::{fingerprint_request, FingerprintError};
+use crate::domain::outcome::OutcomeError;
+use crate::domain::{Fingerprint, Outcome, ScopedKey};
+use crate::engine::{ClaimAnswer, ClaimRequest, OwnerCall};
+use crate::error::ApiError;
+use crate::store::KeyRecord;
+
+type KeyPath = web::Path<(String, String)>;
+
+const OWNER_ROLES: &[Role] = &[Role::Client];
+const READ_ROLES: &[Role] = &[Role::Client, Role::Viewer];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimBody {
+    request: Option<Box<RawValue>>,
+    fingerprint: Option<String>,
+    wait_ms: Option<u64>,
+    lease_ms: Option<u64>,
+}
+
+pub async fn claim(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: KeyPath,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OWNER_ROLES)?;
+    let k = caller.scoped(&path.0, &path.1)?;
+    let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let fingerprint = match (&body.request, &body.fingerprint) {
+        (Some(request), None) => fingerprint_request(request.get(), &policy.fingerprint),
+        (None, Some(hex)) => Fingerprint::parse_hex(hex),
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_body",
+                "send exactly one of `request` and `fingerprint`",
+            ))
+        }
+    }
+    .map_err(fingerprint_error)?;
+    let request = ClaimRequest {
+        fingerprint,
+        lease_ms: body.lease_ms,
+        wait_ms: body.wait_ms,
+    };
+    let answer = state.engine.claim(&k, &policy, &request).await?;
+    let effect_id = state.engine.secret.effect_id(&k);
+    Ok(match answer {
+        ClaimAnswer::Claimed { record, token } => {
+            let view = owned("claimed", &record, token.expose(), &effect_id, None);
+            json(StatusCode::CREATED, with_outcome(&view, None))
+        }
+        ClaimAnswer::Recovering {
+            record,
+            token,
+            previous,
+        } => {
+            let previous = PreviousAttempt {
+                attempt: previous.attempt,
+                claimed_at: rfc3339(previous.claimed_at),
+                lease_expires_at: rfc3339(previous.lease_expires_at),
+            };
+            let view = owned(
+                "recovering",
+                &record,
+                token.expose(),
+                &effect_id,
+                Some(previous),
+            );
+            json(StatusCode::OK, with_outcome(&view, None))
+        }
+        ClaimAnswer::Completed { record } => {
+            let view = ReplayView {
+                status: "completed",
+                replayed: true,
+                attempt: record.attempt,
+                effect_id: &effect_id,
+                completed_at: record.completed_at.map(rfc3339),
+                expires_at: rfc3339(record.expires_at),
+            };
+            json(
+                StatusCode::OK,
+                with_outcome(&view, record.outcome.as_deref()),
+            )
+        }
+    })
+}
+
+fn owned<'a>(
+    status: &'static str,
+    r: &KeyRecord,
+    token: &'a str,
+    effect_id: &'a str,
+    previous_attempt: Option<PreviousAttempt>,
+) -> OwnedView<'a> {
+    OwnedView {
+        status,
+        owner_token: token,
+        attempt: r.attempt,
+        lease_expires_at: rfc3339(r.lease_expires_at),
+        expires_at: rfc3339(r.expires_at),
+        effect_id,
+        previous_attempt,
+    }
+}
+
+fn fingerprint_error(e: FingerprintError) -> ApiError {
+    match e {
+        FingerprintError::InvalidHex => ApiError::bad_request(
+            "invalid_fingerprint",
+            "fingerprint must be 64 lowercase hex characters",
+        ),
+        FingerprintError::NumberOutOfRange(n) => ApiError::bad_request(
+            "number_out_of_range",
+            format!("the number {n} cannot be represented exactly as an IEEE double; send it as a string"),
+        ),
+        other => ApiError::bad_request("invalid_request", other.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompleteBody {
+    owner_token: String,
+    outcome: Box<RawValue>,
+}
+
+pub async fn complete(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: KeyPath,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OWNER_ROLES)?;
+    let k = caller.scoped(&path.0, &path.1)?;
+    let body: CompleteBody = read_json(payload, OUTCOME_LIMIT).await?;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let outcome = Outcome::parse(&body.outcome, policy.max_outcome_bytes).map_err(|e| match e {
+        OutcomeError::TooLarge { limit } => ApiError::TooLarge {
+            code: "outcome_too_large",
+            limit,
+        },
+        OutcomeError::Invalid(why) => ApiError::bad_request("invalid_outcome", why),
+    })?;
+    let call = OwnerCall {
+        token: &body.owner_token,
+    };
+    let record = state.engine.complete(&k, &call, &outcome).await?;
+    Ok(record_response(&state, &k, &record))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeartbeatBody {
+    owner_token: String,
+    lease_ms: Option<u64>,
+}
+
+pub async fn heartbeat(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: KeyPath,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OWNER_ROLES)?;
+    let k = caller.scoped(&path.0, &path.1)?;
+    let body: HeartbeatBody = read_json(payload, SMALL_LIMIT).await?;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let lease = policy.lease_for(body.lease_ms).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_lease",
+            format!("lease_ms must be 1000-{}", e.max_ms),
+        )
+    })?;
+    let call = OwnerCall {
+        token: &body.owner_token,
+    };
+    let record = state.engine.heartbeat(&k, &call, lease).await?;
+    Ok(record_response(&state, &k, &record))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseBody {
+    owner_token: String,
+}
+
+pub async fn release(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: KeyPath,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OWNER_ROLES)?;
+    let k = caller.scoped(&path.0, &path.1)?;
+    let body: ReleaseBody = read_json(payload, SMALL_LIMIT).await?;
+    let call = OwnerCall {
+        token: &body.owner_token,
+    };
+    state.engine.release(&k, &call).await?;
+    Ok(json(StatusCode::OK, r#"{"status":"released"}"#.to_owned()))
+}
+
+pub async fn lookup(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: KeyPath,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(READ_ROLES)?;
+    let k = caller.scoped(&path.0, &path.1)?;
+    let record = state.engine.current(&k).await?;
+    Ok(record_response(&state, &k, &record))
+}
+
+fn record_response(state: &AppState, k: &ScopedKey, record: &KeyRecord) -> HttpResponse {
+    let effect_id = state.engine.secret.effect_id(k);
+    let view = RecordView::new(k, record, &effect_id);
+    json(
+        StatusCode::OK,
+        with_outcome(&view, record.outcome.as_deref()),
+    )
+}
+
+fn json(status: StatusCode, body: String) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("application/json")
+        .body(body)
+}

@@ -1,0 +1,87 @@
+//! Building and running the server. Start-up takes a bound listener so tests
+//! can bind port 0 and learn the port.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::dev::Server;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context;
+
+use crate::auth::Verifier;
+use crate::config::Config;
+use crate::domain::EffectSecret;
+use crate::engine::Engine;
+use crate::routes::{self, AppState};
+use crate::store::{redact, Store};
+
+/// Extra routes mounted beside the API (the dashboard).
+pub type Mount = fn(&mut web::ServiceConfig);
+
+pub struct Application {
+    port: u16,
+    server: Server,
+}
+
+impl Application {
+    pub async fn build(
+        config: &Config,
+        listener: TcpListener,
+        mount: Mount,
+    ) -> anyhow::Result<Self> {
+        let store = open_store(config).await?;
+        for (name, value) in [
+            ("IDEMKEY_REDIS_URL", &config.redis_url),
+            ("IDEMKEY_ARCHIVE_URL", &config.archive_url),
+        ] {
+            if value.is_some() {
+                tracing::warn!(
+                    "{name} is set but this build has no cache or archive tier yet; ignoring it"
+                );
+            }
+        }
+        let verifier = Arc::new(Verifier::new(&config.auth_settings())?);
+        let state = web::Data::new(AppState {
+            engine: Engine::new(store, EffectSecret::new(config.effect_secret.clone())),
+            verifier,
+        });
+        let addr = listener.local_addr()?;
+        let port = addr.port();
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .configure(routes::configure)
+                .configure(mount)
+                .default_service(web::to(routes::not_found))
+        })
+        .listen(listener)?
+        .run();
+        // Tests and scripts wait for this line to learn the bound port.
+        tracing::info!(%addr, "idemkey listening");
+        Ok(Self { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until SIGINT/SIGTERM, then lets in-flight requests finish.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+/// Connects to the configured database and brings its schema up to date.
+pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let url = config.database_url.as_deref().context(
+        "IDEMKEY_DATABASE_URL is not set: this build needs a postgres:// URL \
+         (the embedded SQLite default is not built yet)",
+    )?;
+    let store = Store::connect(url).await?;
+    store
+        .migrate()
+        .await
+        .with_context(|| format!("preparing the database at {}", redact(url)))?;
+    tracing::info!(backend = store.backend_name(), url = %redact(url), "store ready");
+    Ok(store)
+}

@@ -1,0 +1,290 @@
+//! The Postgres backend: the production ownership authority.
+//!
+//! Times come from the database clock (`now()`), so leases and windows mean
+//! the same thing on every node whatever their own clocks say.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::migrate::MigrateDatabase;
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::Row;
+
+use super::{Completion, KeyRecord, NewClaim, StoreError, StoreResult};
+use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Columns every statement returns, plus the database clock.
+macro_rules! record {
+    () => {
+        " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
+          outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
+          updated_at, now() as observed_at "
+    };
+}
+
+macro_rules! scoped {
+    () => {
+        " tenant = $1 and operation = $2 and key = $3 "
+    };
+}
+
+const INSERT_CLAIM: &str = concat!(
+    "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
+       owner_token_hash, claimed_at, lease_expires_at, expires_at, tier_at, created_at, updated_at) \
+     values ($1, $2, $3, $4, 'in_progress', 1, $5, now(), now() + $6 * interval '1 millisecond', \
+       now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond', now(), now()) \
+     on conflict do nothing returning",
+    record!()
+);
+
+const FIND: &str = concat!("select", record!(), "from idempotency_key where", scoped!());
+
+const RENEW_EXPIRED: &str = concat!(
+    "update idempotency_key set fingerprint = $4, state = 'in_progress', attempt = 1, \
+       owner_token_hash = $5, claimed_at = now(), lease_expires_at = now() + $6 * interval '1 millisecond', \
+       outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
+       expires_at = now() + $7 * interval '1 millisecond', tier_at = now() + $8 * interval '1 millisecond', \
+       created_at = now(), updated_at = now() \
+     where",
+    scoped!(),
+    "and expires_at <= now() and (state <> 'in_progress' or lease_expires_at <= now()) returning",
+    record!()
+);
+
+const TAKE_OVER: &str = concat!(
+    "update idempotency_key set attempt = attempt + 1, owner_token_hash = $5, claimed_at = now(), \
+       lease_expires_at = now() + $6 * interval '1 millisecond', updated_at = now() \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and attempt = $4 and lease_expires_at <= now() returning",
+    record!()
+);
+
+const COMPLETE: &str = concat!(
+    "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
+       completed_at = now(), updated_at = now() \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = $4 returning",
+    record!()
+);
+
+const QUARANTINE_EXPIRED: &str = concat!(
+    "update idempotency_key set state = 'quarantined', quarantine_reason = 'lease expired', \
+       updated_at = now() \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and attempt = $4 and lease_expires_at <= now() returning",
+    record!()
+);
+
+const HEARTBEAT: &str = concat!(
+    "update idempotency_key set lease_expires_at = now() + $5 * interval '1 millisecond', \
+       updated_at = now() \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = $4 returning",
+    record!()
+);
+
+const RELEASE: &str = concat!(
+    "delete from idempotency_key where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = $4"
+);
+
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    url: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may carry a password.
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_lazy(url)
+            .context("IDEMKEY_DATABASE_URL is not a valid Postgres URL")?;
+        Ok(Self {
+            pool,
+            url: url.to_owned(),
+        })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Creates the database if it is missing, then applies the migrations.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        let url = &self.url;
+        if !sqlx::Postgres::database_exists(url).await.unwrap_or(true) {
+            sqlx::Postgres::create_database(url)
+                .await
+                .context("creating the database")?;
+        }
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .context("applying Postgres migrations")
+    }
+
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("select 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn insert_claim(
+        &self,
+        k: &ScopedKey,
+        c: &NewClaim,
+    ) -> StoreResult<Option<KeyRecord>> {
+        self.fetch_record(new_claim(sqlx::query(INSERT_CLAIM), k, c))
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
+        self.fetch_record(bind_key(sqlx::query(FIND), k)).await
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn renew_expired(
+        &self,
+        k: &ScopedKey,
+        c: &NewClaim,
+    ) -> StoreResult<Option<KeyRecord>> {
+        self.fetch_record(new_claim(sqlx::query(RENEW_EXPIRED), k, c))
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn take_over(
+        &self,
+        k: &ScopedKey,
+        seen_attempt: i32,
+        owner: OwnerTokenHash,
+        lease: Duration,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let q = bind_key(sqlx::query(TAKE_OVER), k)
+            .bind(seen_attempt)
+            .bind(owner.0.to_vec())
+            .bind(millis(lease));
+        self.fetch_record(q).await
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn quarantine_expired(
+        &self,
+        k: &ScopedKey,
+        seen_attempt: i32,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let q = bind_key(sqlx::query(QUARANTINE_EXPIRED), k).bind(seen_attempt);
+        self.fetch_record(q).await
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn complete(
+        &self,
+        k: &ScopedKey,
+        c: &Completion<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let q = bind_key(sqlx::query(COMPLETE), k)
+            .bind(c.owner.0.to_vec())
+            .bind(c.outcome_json)
+            .bind(c.outcome_hash.to_vec());
+        self.fetch_record(q).await
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn heartbeat(
+        &self,
+        k: &ScopedKey,
+        owner: OwnerTokenHash,
+        lease: Duration,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let q = bind_key(sqlx::query(HEARTBEAT), k)
+            .bind(owner.0.to_vec())
+            .bind(millis(lease));
+        self.fetch_record(q).await
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
+        let done = bind_key(sqlx::query(RELEASE), k)
+            .bind(owner.0.to_vec())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn fetch_record(&self, q: PgQuery<'_>) -> StoreResult<Option<KeyRecord>> {
+        q.fetch_optional(&self.pool)
+            .await?
+            .map(|row| record_from_row(&row))
+            .transpose()
+    }
+}
+
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+fn bind_key<'q>(q: PgQuery<'q>, k: &ScopedKey) -> PgQuery<'q> {
+    q.bind(k.tenant.as_str().to_owned())
+        .bind(k.operation.as_str().to_owned())
+        .bind(k.key.as_str().to_owned())
+}
+
+fn new_claim<'q>(q: PgQuery<'q>, k: &ScopedKey, c: &NewClaim) -> PgQuery<'q> {
+    bind_key(q, k)
+        .bind(c.fingerprint.as_bytes().to_vec())
+        .bind(c.owner.0.to_vec())
+        .bind(millis(c.lease))
+        .bind(millis(c.replay_window))
+        .bind(millis(c.tier_after))
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_millis() as f64
+}
+
+fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
+    let state: String = row.try_get("state")?;
+    let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
+    let owner: Vec<u8> = row.try_get("owner_token_hash")?;
+    let outcome_hash: Option<Vec<u8>> = row.try_get("outcome_hash")?;
+    Ok(KeyRecord {
+        state: RecordState::parse(&state)
+            .ok_or_else(|| StoreError::Corrupt(format!("state {state:?}")))?,
+        fingerprint: Fingerprint::from_slice(&fingerprint)
+            .ok_or_else(|| StoreError::Corrupt("fingerprint length".into()))?,
+        attempt: row.try_get("attempt")?,
+        owner_token_hash: OwnerTokenHash(hash32(&owner)?),
+        claimed_at: row.try_get("claimed_at")?,
+        lease_expires_at: row.try_get("lease_expires_at")?,
+        outcome: row.try_get("outcome")?,
+        outcome_hash: outcome_hash.as_deref().map(hash32).transpose()?,
+        completed_at: row.try_get("completed_at")?,
+        quarantine_reason: row.try_get("quarantine_reason")?,
+        expires_at: row.try_get("expires_at")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        observed_at: row.try_get("observed_at")?,
+    })
+}
+
+fn hash32(bytes: &[u8]) -> StoreResult<[u8; 32]> {
+    bytes
+        .try_into()
+        .map_err(|_| StoreError::Corrupt("hash length".into()))
+}

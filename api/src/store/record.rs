@@ -1,0 +1,64 @@
+//! The stored record, as every backend returns it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, Seen};
+
+#[derive(Debug, Clone)]
+pub struct KeyRecord {
+    pub state: RecordState,
+    pub fingerprint: Fingerprint,
+    pub attempt: i32,
+    pub owner_token_hash: OwnerTokenHash,
+    pub claimed_at: DateTime<Utc>,
+    pub lease_expires_at: DateTime<Utc>,
+    /// The outcome's exact JSON text, when completed.
+    pub outcome: Option<String>,
+    pub outcome_hash: Option<[u8; 32]>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub quarantine_reason: Option<String>,
+    pub expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The store's clock when this row was read or written.
+    pub observed_at: DateTime<Utc>,
+}
+
+impl KeyRecord {
+    pub fn seen(&self) -> Seen {
+        Seen {
+            state: self.state,
+            fingerprint: self.fingerprint,
+            lease_expires_at: self.lease_expires_at,
+            expires_at: self.expires_at,
+            now: self.observed_at,
+        }
+    }
+
+    /// A record past its window is gone as far as any caller can tell
+    /// (cleanup may not have removed the row yet).
+    pub fn is_expired(&self) -> bool {
+        self.seen().expires_at <= self.observed_at
+            && !(self.state == RecordState::InProgress && self.lease_expires_at > self.observed_at)
+    }
+}
+
+/// Everything a fresh claim writes.
+#[derive(Debug, Clone, Copy)]
+pub struct NewClaim {
+    pub fingerprint: Fingerprint,
+    pub owner: OwnerTokenHash,
+    pub lease: Duration,
+    pub replay_window: Duration,
+    pub tier_after: Duration,
+}
+
+/// A completion: the outcome text and its canonical hash.
+#[derive(Debug, Clone, Copy)]
+pub struct Completion<'a> {
+    pub owner: OwnerTokenHash,
+    pub outcome_json: &'a str,
+    pub outcome_hash: [u8; 32],
+}

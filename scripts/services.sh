@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Makes sure the services the tests talk to are up: PostgreSQL on
+# 127.0.0.1:5432 (trust auth for the postgres user). Starts it when it is
+# installed but stopped, installs it from Debian's packages when missing, and
+# fails loudly when it still cannot be reached.
+set -euo pipefail
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+
+if ! pg_up; then
+  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+    echo "services: installing PostgreSQL" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  echo "services: starting PostgreSQL $version" >&2
+  pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  for _ in $(seq 1 30); do pg_up && break; pg_isready -h 127.0.0.1 -p 5432 -t 1 -q || true; done
+fi
+if ! pg_up; then
+  echo "services: PostgreSQL is not reachable at 127.0.0.1:5432" >&2
+  exit 1
+fi
+if ! psql -h 127.0.0.1 -U postgres -d postgres -Atqc 'select 1' >/dev/null; then
+  echo "services: PostgreSQL answers but user postgres cannot log in over TCP (trust auth expected)" >&2
+  exit 1
+fi
+echo "services: PostgreSQL ready" >&2

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: services up, binaries built (the
+# multi-process tests launch target/debug/idemkey), then every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/services.sh
+
+# Each test creates its own database; drop the ones earlier runs left behind.
+psql -h 127.0.0.1 -U postgres -d postgres -Atqc \
+  "select datname from pg_database where datname like 'idemkey\_test\_%'" |
+  while read -r db; do dropdb -h 127.0.0.1 -U postgres --if-exists "$db"; done
+
+cargo build --workspace --bins
+cargo test --workspace "$@"

@@ -1,0 +1,281 @@
+//! `TestApp`: one in-process server per test, with one method per endpoint.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+
+use idemkey_api::auth::Role;
+use idemkey_api::config::Config;
+use idemkey_api::startup::Application;
+use reqwest::{Client, Response};
+use serde_json::{json, Value};
+
+use crate::db::fresh_database;
+use crate::tokens::{fresh_tenant, token, TEST_KID, TEST_SECRET};
+
+pub struct TestApp {
+    pub address: String,
+    pub database_url: String,
+    pub client: Client,
+    /// A fresh tenant and a client+viewer token for it.
+    pub tenant: String,
+    pub token: String,
+}
+
+/// An answer: status, headers we care about, and the body as text and JSON.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: String,
+    pub retry_after: Option<String>,
+    pub text: String,
+}
+
+impl Answer {
+    pub async fn from(response: Response) -> Self {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header("content-type").unwrap_or_default();
+        let retry_after = header("retry-after");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        Self {
+            status,
+            content_type,
+            retry_after,
+            text,
+        }
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+
+    /// The `status` word of a success or the `code` of a problem.
+    pub fn word(&self) -> String {
+        let j = self.json();
+        let word = if self.content_type.starts_with("application/problem+json") {
+            &j["code"]
+        } else if j.get("status").is_some() {
+            &j["status"]
+        } else {
+            &j["state"] // a record, as lookup and the owner's calls show it
+        };
+        word.as_str().unwrap_or_default().to_owned()
+    }
+
+    pub fn owner_token(&self) -> String {
+        self.json()["owner_token"]
+            .as_str()
+            .expect("owner_token")
+            .to_owned()
+    }
+
+    #[track_caller]
+    pub fn assert(&self, status: u16, word: &str) -> &Self {
+        assert_eq!(
+            (self.status, self.word().as_str()),
+            (status, word),
+            "{}",
+            self.text
+        );
+        if status >= 400 {
+            assert!(
+                self.content_type.starts_with("application/problem+json"),
+                "errors are problem+json: {}",
+                self.content_type
+            );
+            assert_eq!(self.json()["status"], status, "problem status member");
+        }
+        self
+    }
+}
+
+/// The configuration every test server gets, on `database_url`.
+pub fn test_vars(database_url: &str) -> HashMap<String, String> {
+    HashMap::from([
+        ("IDEMKEY_DATABASE_URL".into(), database_url.into()),
+        (
+            "IDEMKEY_JWT_SECRETS".into(),
+            format!("{TEST_KID}={TEST_SECRET}"),
+        ),
+        (
+            "IDEMKEY_SECRET".into(),
+            "effect-secret-for-tests-0123456789".into(),
+        ),
+        ("IDEMKEY_WORKERS".into(), "off".into()),
+        (
+            "IDEMKEY_DATA_DIR".into(),
+            std::env::temp_dir()
+                .join("idemkey-tests")
+                .display()
+                .to_string(),
+        ),
+    ])
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Spawns a server whose variables `adjust` may change.
+    pub async fn spawn_with(adjust: impl FnOnce(&mut HashMap<String, String>)) -> Self {
+        let database_url = fresh_database().await;
+        let mut vars = test_vars(&database_url);
+        adjust(&mut vars);
+        let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let app = Application::build(&config, listener, |_| {})
+            .await
+            .expect("server builds");
+        let address = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        let tenant = fresh_tenant();
+        let token = token(&tenant, &[Role::Client, Role::Viewer]);
+        Self {
+            address,
+            database_url,
+            client: Client::new(),
+            tenant,
+            token,
+        }
+    }
+
+    pub fn key_url(&self, operation: &str, key: &str) -> String {
+        format!("{}/v1/keys/{operation}/{}", self.address, encode(key))
+    }
+
+    /// POSTs `body` to `/v1/keys/{operation}/{key}/{call}` with this app's token.
+    pub async fn call(&self, operation: &str, key: &str, call: &str, body: Value) -> Answer {
+        self.call_as(&self.token, operation, key, call, body).await
+    }
+
+    pub async fn call_as(
+        &self,
+        token: &str,
+        operation: &str,
+        key: &str,
+        call: &str,
+        body: Value,
+    ) -> Answer {
+        let url = format!("{}/{call}", self.key_url(operation, key));
+        let response = self
+            .client
+            .post(url)
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        Answer::from(response).await
+    }
+
+    pub async fn claim(&self, operation: &str, key: &str, request: Value) -> Answer {
+        self.call(operation, key, "claim", json!({ "request": request }))
+            .await
+    }
+
+    pub async fn complete(
+        &self,
+        operation: &str,
+        key: &str,
+        owner_token: &str,
+        outcome: Value,
+    ) -> Answer {
+        let body = json!({ "owner_token": owner_token, "outcome": outcome });
+        self.call(operation, key, "complete", body).await
+    }
+
+    pub async fn release(&self, operation: &str, key: &str, owner_token: &str) -> Answer {
+        self.call(
+            operation,
+            key,
+            "release",
+            json!({ "owner_token": owner_token }),
+        )
+        .await
+    }
+
+    pub async fn heartbeat(&self, operation: &str, key: &str, owner_token: &str) -> Answer {
+        self.call(
+            operation,
+            key,
+            "heartbeat",
+            json!({ "owner_token": owner_token }),
+        )
+        .await
+    }
+
+    pub async fn lookup(&self, operation: &str, key: &str) -> Answer {
+        self.lookup_as(&self.token, operation, key).await
+    }
+
+    pub async fn lookup_as(&self, token: &str, operation: &str, key: &str) -> Answer {
+        let response = self
+            .client
+            .get(self.key_url(operation, key))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request");
+        Answer::from(response).await
+    }
+
+    /// Sends raw bytes as a body, for malformed-input tests.
+    pub async fn post_raw(&self, url: &str, body: impl Into<reqwest::Body>) -> Answer {
+        let response = self
+            .client
+            .post(url)
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("request");
+        Answer::from(response).await
+    }
+
+    /// Runs one statement against this app's database and checks it touched
+    /// exactly one row (test arrangement, such as ending a lease early).
+    pub async fn sql(&self, statement: &str) {
+        let pool = sqlx::PgPool::connect(&self.database_url)
+            .await
+            .expect("connect");
+        let done = sqlx::query(statement)
+            .execute(&pool)
+            .await
+            .expect("statement");
+        assert_eq!(done.rows_affected(), 1, "{statement}");
+        pool.close().await;
+    }
+
+    /// Ends the current lease of `key` (any operation of this database) now.
+    pub async fn expire_lease(&self, key: &str) {
+        self.sql(&format!(
+            "update idempotency_key set lease_expires_at = now() - interval '1 second' where key = '{key}'"
+        ))
+        .await;
+    }
+
+    /// A token for another role set of this app's tenant.
+    pub fn token_with(&self, roles: &[Role]) -> String {
+        token(&self.tenant, roles)
+    }
+}
+
+/// Percent-encodes a key for a path segment.
+pub fn encode(key: &str) -> String {
+    key.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

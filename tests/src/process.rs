@@ -1,0 +1,70 @@
+//! Real `idemkey` processes, for tests that need several server processes.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The `idemkey` binary next to the test executable (target/<profile>/).
+pub fn binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    let bin = dir.join("idemkey");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (`cargo build -p idemkey-web`; scripts/test.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A running server process; killed when dropped.
+pub struct ServerProcess {
+    pub address: String,
+    child: Child,
+}
+
+impl ServerProcess {
+    /// Starts `idemkey serve` on a free port with `vars` as its whole
+    /// environment and waits for the line announcing the bound address.
+    pub async fn start(vars: &HashMap<String, String>) -> Self {
+        let mut child = Command::new(binary())
+            .arg("serve")
+            .env_clear()
+            .envs(vars)
+            .env("IDEMKEY_LISTEN", "127.0.0.1:0")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn idemkey");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let address = loop {
+            let line = lines
+                .next_line()
+                .await
+                .expect("read stderr")
+                .expect("idemkey exited before listening");
+            if let Some(rest) = line.split("addr=").nth(1) {
+                if line.contains("idemkey listening") {
+                    let addr = rest.split_whitespace().next().expect("addr value");
+                    break format!("http://{addr}");
+                }
+            }
+        };
+        // Keep draining stderr so the process never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self { address, child }
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
