@@ -44,6 +44,8 @@ enum Command {
 /// Runs the command line. `mount` adds the dashboard's routes to `serve`.
 pub async fn run(mount: Mount) -> anyhow::Result<()> {
     let cli = Cli::parse();
+    Config::load_file()?;
+    crate::telemetry::init();
     let config = Config::from_env()?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&config, mount).await,

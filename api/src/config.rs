@@ -39,12 +39,19 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads the process environment (after the optional config file).
-    pub fn from_env() -> anyhow::Result<Self> {
+    /// Adds the variables of the optional `IDEMKEY_CONFIG_FILE` to the
+    /// process environment (variables already set win). Call it before
+    /// anything reads the environment, logging included.
+    pub fn load_file() -> anyhow::Result<()> {
         if let Ok(file) = std::env::var("IDEMKEY_CONFIG_FILE") {
             dotenvy::from_path(&file)
                 .with_context(|| format!("IDEMKEY_CONFIG_FILE: cannot read {file:?}"))?;
         }
+        Ok(())
+    }
+
+    /// Reads the process environment.
+    pub fn from_env() -> anyhow::Result<Self> {
         Self::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
 
@@ -55,9 +62,14 @@ impl Config {
         if std::net::ToSocketAddrs::to_socket_addrs(&listen).is_err() {
             bail!("IDEMKEY_LISTEN: expected host:port, got {listen:?}");
         }
-        let jwt_secrets = match var("IDEMKEY_JWT_SECRETS") {
-            Some(list) => parse_secrets(&list)?,
-            None => vec![(
+        let jwt_jwks_file = var("IDEMKEY_JWT_JWKS_FILE").map(PathBuf::from);
+        // The generated development secret exists only when no keys at all
+        // are configured: naming a JWKS file must not leave the server
+        // accepting tokens signed with a secret lying in the data directory.
+        let jwt_secrets = match (var("IDEMKEY_JWT_SECRETS"), &jwt_jwks_file) {
+            (Some(list), _) => parse_secrets(&list)?,
+            (None, Some(_)) => Vec::new(),
+            (None, None) => vec![(
                 DEV_KID.to_owned(),
                 stored_secret(&data_dir, "jwt-dev-secret")?,
             )],
@@ -90,7 +102,7 @@ impl Config {
             jwt_issuer: var("IDEMKEY_JWT_ISSUER").unwrap_or_else(|| "idemkey".into()),
             jwt_audience: var("IDEMKEY_JWT_AUDIENCE").unwrap_or_else(|| "idemkey".into()),
             jwt_secrets,
-            jwt_jwks_file: var("IDEMKEY_JWT_JWKS_FILE").map(PathBuf::from),
+            jwt_jwks_file,
             effect_secret,
             workers,
             worker_interval,
@@ -209,6 +221,12 @@ mod tests {
             let err = config(&[SECRETS, EFFECT, (name, value)]).unwrap_err();
             assert!(format!("{err:#}").contains(name), "{name}: {err:#}");
         }
+    }
+
+    #[test]
+    fn a_jwks_file_alone_brings_no_development_secret() {
+        let c = config(&[EFFECT, ("IDEMKEY_JWT_JWKS_FILE", "/etc/idemkey/jwks.json")]).unwrap();
+        assert!(c.jwt_secrets.is_empty());
     }
 
     #[test]

@@ -65,7 +65,8 @@ impl Application {
         self.port
     }
 
-    /// Serves until SIGINT/SIGTERM, then lets in-flight requests finish.
+    /// Serves until a signal: SIGTERM stops accepting connections and lets
+    /// in-flight requests finish (up to 30 s); SIGINT and SIGQUIT stop at once.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }

@@ -25,6 +25,9 @@ create table idempotency_key (
     -- When the current attempt claimed the key, and when its lease ends.
     claimed_at        timestamptz not null,
     lease_expires_at  timestamptz not null,
+    -- The lease length the current attempt chose; a heartbeat without its
+    -- own lease_ms extends by this much.
+    lease_ms          bigint      not null,
     -- The outcome exactly as the owner sent it (replayed byte for byte) and
     -- the hash of its canonical form (to tell a repeated completion from a
     -- conflicting one).

@@ -27,6 +27,7 @@ pub struct Answer {
     pub status: u16,
     pub content_type: String,
     pub retry_after: Option<String>,
+    pub www_authenticate: Option<String>,
     pub text: String,
 }
 
@@ -41,12 +42,14 @@ impl Answer {
         };
         let content_type = header("content-type").unwrap_or_default();
         let retry_after = header("retry-after");
+        let www_authenticate = header("www-authenticate");
         let status = response.status().as_u16();
         let text = response.text().await.expect("body");
         Self {
             status,
             content_type,
             retry_after,
+            www_authenticate,
             text,
         }
     }
@@ -220,6 +223,34 @@ impl TestApp {
             .client
             .get(self.key_url(operation, key))
             .bearer_auth(token)
+            .send()
+            .await
+            .expect("request");
+        Answer::from(response).await
+    }
+
+    /// Looks `key` up with `authorization` as the whole Authorization header
+    /// (or none at all), for authentication tests.
+    pub async fn lookup_with_authorization(
+        &self,
+        authorization: Option<&str>,
+        operation: &str,
+        key: &str,
+    ) -> Answer {
+        let mut request = self.client.get(self.key_url(operation, key));
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        Answer::from(request.send().await.expect("request")).await
+    }
+
+    /// Sends `method` to `path` (below the server address) with this app's
+    /// token and no body, for routing tests.
+    pub async fn request(&self, method: reqwest::Method, path: &str) -> Answer {
+        let response = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .bearer_auth(&self.token)
             .send()
             .await
             .expect("request");

@@ -46,19 +46,24 @@ impl ServerProcess {
             .expect("spawn idemkey");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
-        let address = loop {
-            let line = lines
-                .next_line()
-                .await
-                .expect("read stderr")
-                .expect("idemkey exited before listening");
-            if let Some(rest) = line.split("addr=").nth(1) {
-                if line.contains("idemkey listening") {
-                    let addr = rest.split_whitespace().next().expect("addr value");
-                    break format!("http://{addr}");
+        let announced = async {
+            loop {
+                let line = lines
+                    .next_line()
+                    .await
+                    .expect("read stderr")
+                    .expect("idemkey exited before listening");
+                if let Some(rest) = line.split("addr=").nth(1) {
+                    if line.contains("idemkey listening") {
+                        let addr = rest.split_whitespace().next().expect("addr value");
+                        break format!("http://{addr}");
+                    }
                 }
             }
         };
+        let address = tokio::time::timeout(std::time::Duration::from_secs(60), announced)
+            .await
+            .expect("idemkey did not announce its address within 60 s");
         // Keep draining stderr so the process never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Self { address, child }

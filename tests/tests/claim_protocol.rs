@@ -351,3 +351,60 @@ async fn keys_with_reserved_characters_round_trip_through_percent_encoding() {
     let j = app.lookup(OP, key).await.json();
     assert_eq!(j["key"], key);
 }
+
+#[tokio::test]
+async fn an_owner_cannot_complete_or_revive_a_record_past_its_window() {
+    let app = TestApp::spawn().await;
+    let token = app.claim(OP, "k1", charge(25)).await.owner_token();
+    app.sql(
+        "update idempotency_key set expires_at = now() - interval '1 second', \
+         lease_expires_at = now() - interval '1 second' where key = 'k1'",
+    )
+    .await;
+
+    app.complete(OP, "k1", &token, outcome())
+        .await
+        .assert(404, "not_found");
+    app.heartbeat(OP, "k1", &token)
+        .await
+        .assert(404, "not_found");
+
+    app.claim(OP, "k1", charge(99)).await.assert(201, "claimed");
+}
+
+#[tokio::test]
+async fn a_heartbeat_without_lease_ms_extends_by_the_lease_the_attempt_chose() {
+    let app = TestApp::spawn().await;
+    let claimed = app
+        .call(
+            OP,
+            "k1",
+            "claim",
+            json!({"request": charge(25), "lease_ms": 600_000}),
+        )
+        .await;
+    let token = claimed.owner_token();
+
+    let beat = app.heartbeat(OP, "k1", &token).await;
+
+    beat.assert(200, "in_progress");
+    let t = |a: &Value| {
+        chrono::DateTime::parse_from_rfc3339(a["lease_expires_at"].as_str().unwrap()).unwrap()
+    };
+    assert!(
+        t(&beat.json()) >= t(&claimed.json()),
+        "a heartbeat never shortens the chosen lease"
+    );
+}
+
+#[tokio::test]
+async fn a_body_that_is_json_but_not_an_object_is_invalid_body() {
+    let app = TestApp::spawn().await;
+
+    let answer = app
+        .post_raw(&format!("{}/claim", app.key_url(OP, "k1")), "[{\"a\": 1}]")
+        .await;
+
+    answer.assert(400, "invalid_body");
+    app.lookup(OP, "k1").await.assert(404, "not_found");
+}

@@ -2,6 +2,5 @@
 
 #[actix_web::main]
 async fn main() -> anyhow::Result<()> {
-    idemkey_api::telemetry::init();
     idemkey_api::cli::run(idemkey_web::mount).await
 }

@@ -56,7 +56,7 @@ impl Engine {
         &self,
         k: &ScopedKey,
         call: &OwnerCall<'_>,
-        lease: Duration,
+        lease: Option<Duration>,
     ) -> Result<KeyRecord, ApiError> {
         if let Some(record) = self.store.heartbeat(k, call.hash(), lease).await? {
             return Ok(record);

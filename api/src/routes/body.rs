@@ -33,6 +33,17 @@ pub async fn read_json<T: DeserializeOwned>(
             })
         }
     };
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        // Serde would read a struct from a JSON array too; we don't.
+        let code = match serde_json::from_slice::<Box<serde_json::value::RawValue>>(&bytes) {
+            Ok(_) => "invalid_body",
+            Err(_) => "invalid_json",
+        };
+        return Err(ApiError::bad_request(
+            code,
+            "the body must be a JSON object",
+        ));
+    }
     serde_json::from_slice(&bytes).map_err(|e| {
         let code = match e.classify() {
             serde_json::error::Category::Data => "invalid_body",

@@ -180,12 +180,16 @@ pub async fn heartbeat(
     let k = caller.scoped(&path.0, &path.1)?;
     let body: HeartbeatBody = read_json(payload, SMALL_LIMIT).await?;
     let policy = state.engine.policy(&k.tenant, &k.operation).await;
-    let lease = policy.lease_for(body.lease_ms).map_err(|e| {
-        ApiError::bad_request(
-            "invalid_lease",
-            format!("lease_ms must be 1000-{}", e.max_ms),
-        )
-    })?;
+    let lease = body
+        .lease_ms
+        .map(|ms| policy.lease_for(Some(ms)))
+        .transpose()
+        .map_err(|e| {
+            ApiError::bad_request(
+                "invalid_lease",
+                format!("lease_ms must be 1000-{}", e.max_ms),
+            )
+        })?;
     let call = OwnerCall {
         token: &body.owner_token,
     };

@@ -135,12 +135,13 @@ impl Store {
         }
     }
 
-    /// Extends the lease of the current attempt by `lease` from now.
+    /// Extends the lease of the current attempt to `lease` (or the length
+    /// the attempt chose when it claimed) from now.
     pub async fn heartbeat(
         &self,
         k: &ScopedKey,
         owner: OwnerTokenHash,
-        lease: std::time::Duration,
+        lease: Option<std::time::Duration>,
     ) -> StoreResult<Option<KeyRecord>> {
         match self {
             Self::Postgres(s) => s.heartbeat(k, owner, lease).await,

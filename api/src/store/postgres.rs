@@ -30,10 +30,18 @@ macro_rules! scoped {
     };
 }
 
+/// Still inside its replay window, or held by a live lease: a record past
+/// both is gone for every caller, its owner included.
+macro_rules! live {
+    () => {
+        " and (expires_at > now() or lease_expires_at > now()) "
+    };
+}
+
 const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
-       owner_token_hash, claimed_at, lease_expires_at, expires_at, tier_at, created_at, updated_at) \
-     values ($1, $2, $3, $4, 'in_progress', 1, $5, now(), now() + $6 * interval '1 millisecond', \
+       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at) \
+     values ($1, $2, $3, $4, 'in_progress', 1, $5, now(), now() + $6 * interval '1 millisecond', $6, \
        now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond', now(), now()) \
      on conflict do nothing returning",
     record!()
@@ -44,7 +52,7 @@ const FIND: &str = concat!("select", record!(), "from idempotency_key where", sc
 const RENEW_EXPIRED: &str = concat!(
     "update idempotency_key set fingerprint = $4, state = 'in_progress', attempt = 1, \
        owner_token_hash = $5, claimed_at = now(), lease_expires_at = now() + $6 * interval '1 millisecond', \
-       outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
+       lease_ms = $6, outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
        expires_at = now() + $7 * interval '1 millisecond', tier_at = now() + $8 * interval '1 millisecond', \
        created_at = now(), updated_at = now() \
      where",
@@ -55,7 +63,7 @@ const RENEW_EXPIRED: &str = concat!(
 
 const TAKE_OVER: &str = concat!(
     "update idempotency_key set attempt = attempt + 1, owner_token_hash = $5, claimed_at = now(), \
-       lease_expires_at = now() + $6 * interval '1 millisecond', updated_at = now() \
+       lease_expires_at = now() + $6 * interval '1 millisecond', lease_ms = $6, updated_at = now() \
      where",
     scoped!(),
     "and state = 'in_progress' and attempt = $4 and lease_expires_at <= now() returning",
@@ -67,7 +75,9 @@ const COMPLETE: &str = concat!(
        completed_at = now(), updated_at = now() \
      where",
     scoped!(),
-    "and state = 'in_progress' and owner_token_hash = $4 returning",
+    "and state = 'in_progress' and owner_token_hash = $4",
+    live!(),
+    "returning",
     record!()
 );
 
@@ -81,11 +91,14 @@ const QUARANTINE_EXPIRED: &str = concat!(
 );
 
 const HEARTBEAT: &str = concat!(
-    "update idempotency_key set lease_expires_at = now() + $5 * interval '1 millisecond', \
+    "update idempotency_key set \
+       lease_expires_at = now() + coalesce($5, lease_ms) * interval '1 millisecond', \
        updated_at = now() \
      where",
     scoped!(),
-    "and state = 'in_progress' and owner_token_hash = $4 returning",
+    "and state = 'in_progress' and owner_token_hash = $4",
+    live!(),
+    "returning",
     record!()
 );
 
@@ -129,9 +142,12 @@ impl PgStore {
     pub async fn migrate(&self) -> anyhow::Result<()> {
         let url = &self.url;
         if !sqlx::Postgres::database_exists(url).await.unwrap_or(true) {
-            sqlx::Postgres::create_database(url)
-                .await
-                .context("creating the database")?;
+            // Several nodes may start at once; losing the race is fine.
+            if let Err(e) = sqlx::Postgres::create_database(url).await {
+                if !sqlx::Postgres::database_exists(url).await.unwrap_or(false) {
+                    return Err(e).context("creating the database");
+                }
+            }
         }
         MIGRATOR
             .run(&self.pool)
@@ -212,11 +228,11 @@ impl PgStore {
         &self,
         k: &ScopedKey,
         owner: OwnerTokenHash,
-        lease: Duration,
+        lease: Option<Duration>,
     ) -> StoreResult<Option<KeyRecord>> {
         let q = bind_key(sqlx::query(HEARTBEAT), k)
             .bind(owner.0.to_vec())
-            .bind(millis(lease));
+            .bind(lease.map(millis));
         self.fetch_record(q).await
     }
 
@@ -254,8 +270,8 @@ fn new_claim<'q>(q: PgQuery<'q>, k: &ScopedKey, c: &NewClaim) -> PgQuery<'q> {
         .bind(millis(c.tier_after))
 }
 
-fn millis(d: Duration) -> f64 {
-    d.as_millis() as f64
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
