@@ -65,6 +65,15 @@ async fn serve(config: &Config, mount: Mount) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&config.listen)
         .with_context(|| format!("IDEMKEY_LISTEN: cannot listen on {}", config.listen))?;
     let app = Application::build(config, listener, mount).await?;
+    if config.dev_jwt_secret {
+        tracing::warn!(
+            "development mode: tokens are signed with a secret generated into {}; \
+             mint one with `idemkey token --tenant demo --roles client,viewer` \
+             (`cargo run -q -- token …` from this directory). \
+             Set IDEMKEY_JWT_SECRETS or IDEMKEY_JWT_JWKS_FILE for real use.",
+            config.data_dir.display()
+        );
+    }
     app.run_until_stopped().await?;
     tracing::info!("idemkey stopped");
     Ok(())

@@ -24,7 +24,9 @@ pub const DEV_KID: &str = "dev";
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: String,
-    pub database_url: Option<String>,
+    /// `postgres://…` or `sqlite://…`; by default a SQLite file in the data
+    /// directory.
+    pub database_url: String,
     pub redis_url: Option<String>,
     pub archive_url: Option<String>,
     pub data_dir: PathBuf,
@@ -33,6 +35,8 @@ pub struct Config {
     /// `(kid, secret)` pairs; the first one signs `idemkey token`.
     pub jwt_secrets: Vec<(String, Vec<u8>)>,
     pub jwt_jwks_file: Option<PathBuf>,
+    /// True when the only key is the generated development secret.
+    pub dev_jwt_secret: bool,
     pub effect_secret: Vec<u8>,
     pub workers: bool,
     pub worker_interval: Duration,
@@ -96,12 +100,14 @@ impl Config {
         };
         Ok(Self {
             listen,
-            database_url: var("IDEMKEY_DATABASE_URL"),
+            database_url: var("IDEMKEY_DATABASE_URL")
+                .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idemkey.db").display())),
             redis_url: var("IDEMKEY_REDIS_URL"),
             archive_url: var("IDEMKEY_ARCHIVE_URL"),
             jwt_issuer: var("IDEMKEY_JWT_ISSUER").unwrap_or_else(|| "idemkey".into()),
             jwt_audience: var("IDEMKEY_JWT_AUDIENCE").unwrap_or_else(|| "idemkey".into()),
             jwt_secrets,
+            dev_jwt_secret: var("IDEMKEY_JWT_SECRETS").is_none() && jwt_jwks_file.is_none(),
             jwt_jwks_file,
             effect_secret,
             workers,
@@ -201,6 +207,7 @@ mod tests {
         assert_eq!(c.jwt_issuer, "idemkey");
         assert_eq!(c.jwt_audience, "idemkey");
         assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert_eq!(c.database_url, "sqlite://./data/idemkey.db");
         assert!(c.workers);
         assert_eq!(c.worker_interval, Duration::from_secs(30));
         assert_eq!(c.jwt_secrets[0].0, "k1");

@@ -9,7 +9,7 @@ use idemkey_api::startup::Application;
 use reqwest::{Client, Response};
 use serde_json::{json, Value};
 
-use crate::db::fresh_database;
+use crate::db::Backend;
 use crate::tokens::{fresh_tenant, token, TEST_KID, TEST_SECRET};
 
 pub struct TestApp {
@@ -128,7 +128,19 @@ impl TestApp {
 
     /// Spawns a server whose variables `adjust` may change.
     pub async fn spawn_with(adjust: impl FnOnce(&mut HashMap<String, String>)) -> Self {
-        let database_url = fresh_database().await;
+        Self::spawn_on_with(Backend::Postgres, adjust).await
+    }
+
+    /// Spawns a server on a fresh database of the given backend.
+    pub async fn spawn_on(backend: Backend) -> Self {
+        Self::spawn_on_with(backend, |_| {}).await
+    }
+
+    pub async fn spawn_on_with(
+        backend: Backend,
+        adjust: impl FnOnce(&mut HashMap<String, String>),
+    ) -> Self {
+        let database_url = backend.fresh().await;
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
         let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
@@ -274,21 +286,24 @@ impl TestApp {
     /// Runs one statement against this app's database and checks it touched
     /// exactly one row (test arrangement, such as ending a lease early).
     pub async fn sql(&self, statement: &str) {
-        let pool = sqlx::PgPool::connect(&self.database_url)
-            .await
-            .expect("connect");
-        let done = sqlx::query(statement)
-            .execute(&pool)
-            .await
-            .expect("statement");
-        assert_eq!(done.rows_affected(), 1, "{statement}");
-        pool.close().await;
+        let rows = crate::db::execute(&self.database_url, statement).await;
+        assert_eq!(rows, 1, "{statement}");
     }
 
     /// Ends the current lease of `key` (any operation of this database) now.
     pub async fn expire_lease(&self, key: &str) {
+        let ago = Backend::of(&self.database_url).one_second_ago();
         self.sql(&format!(
-            "update idempotency_key set lease_expires_at = now() - interval '1 second' where key = '{key}'"
+            "update idempotency_key set lease_expires_at = {ago} where key = '{key}'"
+        ))
+        .await;
+    }
+
+    /// Ends the replay window of `key` now (as if its retention had passed).
+    pub async fn expire_window(&self, key: &str) {
+        let ago = Backend::of(&self.database_url).one_second_ago();
+        self.sql(&format!(
+            "update idempotency_key set expires_at = {ago} where key = '{key}'"
         ))
         .await;
     }

@@ -24,3 +24,65 @@ pub async fn fresh_database() -> String {
     let base = admin.rsplit_once('/').expect("URL has a database").0;
     format!("{base}/{name}")
 }
+
+/// The database backends the store contract is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+impl Backend {
+    /// A fresh, empty database of this kind.
+    pub async fn fresh(self) -> String {
+        match self {
+            Backend::Postgres => fresh_database().await,
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir().join("idemkey-tests");
+                std::fs::create_dir_all(&dir).expect("temp dir");
+                let file = dir.join(format!("t{:016x}.db", rand::random::<u64>()));
+                format!("sqlite://{}", file.display())
+            }
+        }
+    }
+
+    pub fn of(url: &str) -> Self {
+        if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            Backend::Postgres
+        }
+    }
+
+    /// An SQL expression for "one second ago" in this backend's time format.
+    pub fn one_second_ago(self) -> String {
+        match self {
+            Backend::Postgres => "now() - interval '1 second'".into(),
+            Backend::Sqlite => (chrono::Utc::now().timestamp_millis() - 1000).to_string(),
+        }
+    }
+}
+
+/// Runs one statement against `url` and returns the rows it touched.
+pub async fn execute(url: &str, statement: &str) -> u64 {
+    match Backend::of(url) {
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(url).await.expect("connect");
+            let done = sqlx::query(statement)
+                .execute(&pool)
+                .await
+                .expect("statement");
+            pool.close().await;
+            done.rows_affected()
+        }
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(url).await.expect("connect");
+            let done = sqlx::query(statement)
+                .execute(&pool)
+                .await
+                .expect("statement");
+            pool.close().await;
+            done.rows_affected()
+        }
+    }
+}

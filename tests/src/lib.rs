@@ -11,3 +11,29 @@ pub mod tokens;
 
 pub use app::TestApp;
 pub use tokens::{TEST_AUDIENCE, TEST_ISSUER, TEST_KID, TEST_SECRET};
+
+/// Runs each listed test body (an `async fn(TestApp)`) once per database
+/// backend: the store contract is one set of test bodies, not copies.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let app = $crate::TestApp::spawn_on($crate::db::Backend::Postgres).await;
+                    super::$name(app).await
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let app = $crate::TestApp::spawn_on($crate::db::Backend::Sqlite).await;
+                    super::$name(app).await
+                }
+            )*
+        }
+    };
+}

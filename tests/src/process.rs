@@ -33,8 +33,15 @@ impl ServerProcess {
     /// Starts `idemkey serve` on a free port with `vars` as its whole
     /// environment and waits for the line announcing the bound address.
     pub async fn start(vars: &HashMap<String, String>) -> Self {
+        Self::start_in(&std::env::temp_dir(), vars).await
+    }
+
+    /// Like `start`, with `dir` as the working directory (where the embedded
+    /// default keeps `./data`).
+    pub async fn start_in(dir: &std::path::Path, vars: &HashMap<String, String>) -> Self {
         let mut child = Command::new(binary())
             .arg("serve")
+            .current_dir(dir)
             .env_clear()
             .envs(vars)
             .env("IDEMKEY_LISTEN", "127.0.0.1:0")
@@ -69,7 +76,26 @@ impl ServerProcess {
         Self { address, child }
     }
 
+    /// Kills the process (SIGKILL: no chance to tidy up, like a crash).
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
+}
+
+/// Runs `idemkey <args>` in `dir` with an empty environment and returns its
+/// standard output; panics if it fails.
+pub async fn run_command(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(binary())
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .output()
+        .await
+        .expect("run idemkey");
+    assert!(
+        out.status.success(),
+        "idemkey {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
 }

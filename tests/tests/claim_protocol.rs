@@ -14,10 +14,7 @@ fn outcome() -> Value {
     json!({"status_code": 201, "headers": {"Location": "/charges/ch_1"}, "body": {"id": "ch_1", "amount": 25.5}, "resource_id": "ch_1"})
 }
 
-#[tokio::test]
-async fn a_new_key_is_claimed_with_an_owner_token_and_attempt_one() {
-    let app = TestApp::spawn().await;
-
+async fn a_new_key_is_claimed_with_an_owner_token_and_attempt_one(app: TestApp) {
     let answer = app.claim(OP, "k1", charge(25)).await;
 
     answer.assert(201, "claimed");
@@ -34,9 +31,7 @@ async fn a_new_key_is_claimed_with_an_owner_token_and_attempt_one() {
     }
 }
 
-#[tokio::test]
-async fn replaying_a_completed_key_returns_the_stored_outcome() {
-    let app = TestApp::spawn().await;
+async fn replaying_a_completed_key_returns_the_stored_outcome(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     app.complete(OP, "k1", &token, outcome())
         .await
@@ -55,9 +50,7 @@ async fn replaying_a_completed_key_returns_the_stored_outcome() {
     );
 }
 
-#[tokio::test]
-async fn the_outcome_is_replayed_byte_for_byte_whatever_its_status() {
-    let app = TestApp::spawn().await;
+async fn the_outcome_is_replayed_byte_for_byte_whatever_its_status(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     let raw = r#"{"status_code":500,"body":{"error":"provider timeout","amount":1.50,"n":1e2},"headers":{"x-a":"b"}}"#;
     let body = format!(r#"{{"owner_token":"{token}","outcome":{raw}}}"#);
@@ -75,9 +68,7 @@ async fn the_outcome_is_replayed_byte_for_byte_whatever_its_status() {
     );
 }
 
-#[tokio::test]
-async fn a_duplicate_while_the_owner_works_gets_in_progress_with_retry_after() {
-    let app = TestApp::spawn().await;
+async fn a_duplicate_while_the_owner_works_gets_in_progress_with_retry_after(app: TestApp) {
     app.claim(OP, "k1", charge(25)).await.assert(201, "claimed");
 
     let dup = app.claim(OP, "k1", charge(25)).await;
@@ -93,9 +84,7 @@ async fn a_duplicate_while_the_owner_works_gets_in_progress_with_retry_after() {
     assert_eq!(dup.json()["attempt"], 1);
 }
 
-#[tokio::test]
-async fn a_bounded_wait_returns_the_outcome_once_the_owner_completes() {
-    let app = TestApp::spawn().await;
+async fn a_bounded_wait_returns_the_outcome_once_the_owner_completes(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
 
     let waiter = app.call(
@@ -115,9 +104,7 @@ async fn a_bounded_wait_returns_the_outcome_once_the_owner_completes() {
     assert_eq!(waited.json()["outcome"], outcome());
 }
 
-#[tokio::test]
-async fn a_bounded_wait_gives_up_with_in_progress() {
-    let app = TestApp::spawn().await;
+async fn a_bounded_wait_gives_up_with_in_progress(app: TestApp) {
     app.claim(OP, "k1", charge(25)).await.assert(201, "claimed");
 
     let dup = app
@@ -132,9 +119,7 @@ async fn a_bounded_wait_gives_up_with_in_progress() {
     dup.assert(409, "in_progress");
 }
 
-#[tokio::test]
-async fn the_same_key_with_a_different_request_is_rejected_in_every_state() {
-    let app = TestApp::spawn().await;
+async fn the_same_key_with_a_different_request_is_rejected_in_every_state(app: TestApp) {
     // in progress
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     app.claim(OP, "k1", charge(26))
@@ -162,9 +147,7 @@ async fn the_same_key_with_a_different_request_is_rejected_in_every_state() {
         .assert(200, "in_progress");
 }
 
-#[tokio::test]
-async fn a_precomputed_fingerprint_works_like_a_request() {
-    let app = TestApp::spawn().await;
+async fn a_precomputed_fingerprint_works_like_a_request(app: TestApp) {
     let fp = "a".repeat(64);
     let claim = |fp: String| app.call(OP, "k1", "claim", json!({"fingerprint": fp}));
 
@@ -175,9 +158,7 @@ async fn a_precomputed_fingerprint_works_like_a_request() {
     assert_eq!(lookup.json()["fingerprint"], fp);
 }
 
-#[tokio::test]
-async fn an_expired_lease_is_taken_over_and_the_answer_says_recovering() {
-    let app = TestApp::spawn().await;
+async fn an_expired_lease_is_taken_over_and_the_answer_says_recovering(app: TestApp) {
     let first = app.claim(OP, "k1", charge(25)).await.json();
     app.expire_lease("k1").await;
 
@@ -193,9 +174,7 @@ async fn an_expired_lease_is_taken_over_and_the_answer_says_recovering() {
     assert!(j["previous_attempt"]["lease_expires_at"].is_string());
 }
 
-#[tokio::test]
-async fn release_gives_the_key_back_so_it_can_be_claimed_again() {
-    let app = TestApp::spawn().await;
+async fn release_gives_the_key_back_so_it_can_be_claimed_again(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
 
     let released = app.release(OP, "k1", &token).await;
@@ -207,9 +186,7 @@ async fn release_gives_the_key_back_so_it_can_be_claimed_again() {
     assert_eq!(again.json()["attempt"], 1);
 }
 
-#[tokio::test]
-async fn heartbeat_extends_the_lease() {
-    let app = TestApp::spawn().await;
+async fn heartbeat_extends_the_lease(app: TestApp) {
     let claimed = app.claim(OP, "k1", charge(25)).await.json();
     let token = claimed["owner_token"].as_str().unwrap();
 
@@ -235,9 +212,7 @@ async fn heartbeat_extends_the_lease() {
     );
 }
 
-#[tokio::test]
-async fn lookup_shows_the_record() {
-    let app = TestApp::spawn().await;
+async fn lookup_shows_the_record(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     let in_progress = app.lookup(OP, "k1").await;
     in_progress.assert(200, "in_progress");
@@ -259,9 +234,7 @@ async fn lookup_shows_the_record() {
     assert!(j.get("owner_token").is_none());
 }
 
-#[tokio::test]
-async fn completing_twice_is_idempotent_but_a_different_outcome_is_refused() {
-    let app = TestApp::spawn().await;
+async fn completing_twice_is_idempotent_but_a_different_outcome_is_refused(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     app.complete(OP, "k1", &token, outcome())
         .await
@@ -277,9 +250,7 @@ async fn completing_twice_is_idempotent_but_a_different_outcome_is_refused() {
     assert_eq!(app.lookup(OP, "k1").await.json()["outcome"], outcome());
 }
 
-#[tokio::test]
-async fn owner_calls_on_a_completed_key_say_so() {
-    let app = TestApp::spawn().await;
+async fn owner_calls_on_a_completed_key_say_so(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     app.complete(OP, "k1", &token, outcome()).await;
 
@@ -294,9 +265,7 @@ async fn owner_calls_on_a_completed_key_say_so() {
         .assert(200, "completed");
 }
 
-#[tokio::test]
-async fn an_owner_token_that_was_never_valid_is_lease_lost_and_changes_nothing() {
-    let app = TestApp::spawn().await;
+async fn an_owner_token_that_was_never_valid_is_lease_lost_and_changes_nothing(app: TestApp) {
     app.claim(OP, "k1", charge(25)).await.assert(201, "claimed");
 
     app.complete(OP, "k1", "forged", outcome())
@@ -312,10 +281,7 @@ async fn an_owner_token_that_was_never_valid_is_lease_lost_and_changes_nothing()
     app.lookup(OP, "k1").await.assert(200, "in_progress");
 }
 
-#[tokio::test]
-async fn owner_calls_on_an_unknown_key_are_not_found() {
-    let app = TestApp::spawn().await;
-
+async fn owner_calls_on_an_unknown_key_are_not_found(app: TestApp) {
     app.complete(OP, "nope", "t", outcome())
         .await
         .assert(404, "not_found");
@@ -326,13 +292,10 @@ async fn owner_calls_on_an_unknown_key_are_not_found() {
     app.lookup(OP, "nope").await.assert(404, "not_found");
 }
 
-#[tokio::test]
-async fn a_record_past_its_replay_window_is_gone_and_the_key_is_new_again() {
-    let app = TestApp::spawn().await;
+async fn a_record_past_its_replay_window_is_gone_and_the_key_is_new_again(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     app.complete(OP, "k1", &token, outcome()).await;
-    app.sql("update idempotency_key set expires_at = now() - interval '1 second' where key = 'k1'")
-        .await;
+    app.expire_window("k1").await;
 
     app.lookup(OP, "k1").await.assert(404, "not_found");
     let fresh = app.claim(OP, "k1", charge(99)).await;
@@ -341,9 +304,7 @@ async fn a_record_past_its_replay_window_is_gone_and_the_key_is_new_again() {
     assert_eq!(fresh.json()["attempt"], 1);
 }
 
-#[tokio::test]
-async fn keys_with_reserved_characters_round_trip_through_percent_encoding() {
-    let app = TestApp::spawn().await;
+async fn keys_with_reserved_characters_round_trip_through_percent_encoding(app: TestApp) {
     let key = "order/42?x=1#a%20b";
 
     app.claim(OP, key, charge(25)).await.assert(201, "claimed");
@@ -352,15 +313,10 @@ async fn keys_with_reserved_characters_round_trip_through_percent_encoding() {
     assert_eq!(j["key"], key);
 }
 
-#[tokio::test]
-async fn an_owner_cannot_complete_or_revive_a_record_past_its_window() {
-    let app = TestApp::spawn().await;
+async fn an_owner_cannot_complete_or_revive_a_record_past_its_window(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
-    app.sql(
-        "update idempotency_key set expires_at = now() - interval '1 second', \
-         lease_expires_at = now() - interval '1 second' where key = 'k1'",
-    )
-    .await;
+    app.expire_window("k1").await;
+    app.expire_lease("k1").await;
 
     app.complete(OP, "k1", &token, outcome())
         .await
@@ -372,9 +328,7 @@ async fn an_owner_cannot_complete_or_revive_a_record_past_its_window() {
     app.claim(OP, "k1", charge(99)).await.assert(201, "claimed");
 }
 
-#[tokio::test]
-async fn a_heartbeat_without_lease_ms_extends_by_the_lease_the_attempt_chose() {
-    let app = TestApp::spawn().await;
+async fn a_heartbeat_without_lease_ms_extends_by_the_lease_the_attempt_chose(app: TestApp) {
     let claimed = app
         .call(
             OP,
@@ -397,10 +351,7 @@ async fn a_heartbeat_without_lease_ms_extends_by_the_lease_the_attempt_chose() {
     );
 }
 
-#[tokio::test]
-async fn a_body_that_is_json_but_not_an_object_is_invalid_body() {
-    let app = TestApp::spawn().await;
-
+async fn a_body_that_is_json_but_not_an_object_is_invalid_body(app: TestApp) {
     let answer = app
         .post_raw(&format!("{}/claim", app.key_url(OP, "k1")), "[{\"a\": 1}]")
         .await;
@@ -408,3 +359,27 @@ async fn a_body_that_is_json_but_not_an_object_is_invalid_body() {
     answer.assert(400, "invalid_body");
     app.lookup(OP, "k1").await.assert(404, "not_found");
 }
+
+idemkey_tests::on_every_backend!(
+    a_new_key_is_claimed_with_an_owner_token_and_attempt_one,
+    replaying_a_completed_key_returns_the_stored_outcome,
+    the_outcome_is_replayed_byte_for_byte_whatever_its_status,
+    a_duplicate_while_the_owner_works_gets_in_progress_with_retry_after,
+    a_bounded_wait_returns_the_outcome_once_the_owner_completes,
+    a_bounded_wait_gives_up_with_in_progress,
+    the_same_key_with_a_different_request_is_rejected_in_every_state,
+    a_precomputed_fingerprint_works_like_a_request,
+    an_expired_lease_is_taken_over_and_the_answer_says_recovering,
+    release_gives_the_key_back_so_it_can_be_claimed_again,
+    heartbeat_extends_the_lease,
+    lookup_shows_the_record,
+    completing_twice_is_idempotent_but_a_different_outcome_is_refused,
+    owner_calls_on_a_completed_key_say_so,
+    an_owner_token_that_was_never_valid_is_lease_lost_and_changes_nothing,
+    owner_calls_on_an_unknown_key_are_not_found,
+    a_record_past_its_replay_window_is_gone_and_the_key_is_new_again,
+    keys_with_reserved_characters_round_trip_through_percent_encoding,
+    an_owner_cannot_complete_or_revive_a_record_past_its_window,
+    a_heartbeat_without_lease_ms_extends_by_the_lease_the_attempt_chose,
+    a_body_that_is_json_but_not_an_object_is_invalid_body,
+);

@@ -38,9 +38,8 @@ async fn post(client: &reqwest::Client, url: String, token: &str, body: Value) -
     Answer::from(response).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_hundred_concurrent_claims_of_one_new_key_yield_exactly_one_owner() {
-    let app = Arc::new(TestApp::spawn().await);
+async fn two_hundred_concurrent_claims_of_one_new_key_yield_exactly_one_owner(app: TestApp) {
+    let app = Arc::new(app);
     let clients = Arc::new(clients(20));
     let request = json!({"cart": "c-1", "total": "10.00"});
 
@@ -171,3 +170,7 @@ async fn two_server_processes_on_one_database_still_grant_one_owner_per_key() {
     a.stop().await;
     b.stop().await;
 }
+
+idemkey_tests::on_every_backend!(
+    two_hundred_concurrent_claims_of_one_new_key_yield_exactly_one_owner
+);

@@ -6,9 +6,7 @@ use serde_json::json;
 
 const OP: &str = "env.provision";
 
-#[tokio::test]
-async fn an_expired_lease_is_taken_over_and_the_stale_owner_is_fenced_off() {
-    let app = TestApp::spawn().await;
+async fn an_expired_lease_is_taken_over_and_the_stale_owner_is_fenced_off(app: TestApp) {
     let request = json!({"env": "staging-7"});
     // A one-second lease (the minimum).
     let first = app
@@ -75,9 +73,7 @@ async fn an_expired_lease_is_taken_over_and_the_stale_owner_is_fenced_off() {
     assert_eq!(&app.lookup(OP, "p-1").await.json()["effect_id"], effect_id);
 }
 
-#[tokio::test]
-async fn an_owner_whose_lease_ran_out_may_still_complete_until_someone_takes_over() {
-    let app = TestApp::spawn().await;
+async fn an_owner_whose_lease_ran_out_may_still_complete_until_someone_takes_over(app: TestApp) {
     let token = app
         .claim(OP, "p-2", json!({"env": "x"}))
         .await
@@ -94,9 +90,7 @@ async fn an_owner_whose_lease_ran_out_may_still_complete_until_someone_takes_ove
         .assert(200, "completed");
 }
 
-#[tokio::test]
-async fn a_heartbeat_keeps_a_duplicate_from_taking_over() {
-    let app = TestApp::spawn().await;
+async fn a_heartbeat_keeps_a_duplicate_from_taking_over(app: TestApp) {
     let token = app
         .claim(OP, "p-3", json!({"env": "x"}))
         .await
@@ -113,9 +107,8 @@ async fn a_heartbeat_keeps_a_duplicate_from_taking_over() {
         .assert(409, "in_progress");
 }
 
-#[tokio::test]
-async fn concurrent_takeovers_of_one_expired_lease_yield_one_new_owner() {
-    let app = std::sync::Arc::new(TestApp::spawn().await);
+async fn concurrent_takeovers_of_one_expired_lease_yield_one_new_owner(app: TestApp) {
+    let app = std::sync::Arc::new(app);
     app.claim(OP, "p-4", json!({"env": "x"}))
         .await
         .assert(201, "claimed");
@@ -133,3 +126,10 @@ async fn concurrent_takeovers_of_one_expired_lease_yield_one_new_owner() {
     assert_eq!((recovering, waiting), (1, 49));
     assert_eq!(app.lookup(OP, "p-4").await.json()["attempt"], 2);
 }
+
+idemkey_tests::on_every_backend!(
+    an_expired_lease_is_taken_over_and_the_stale_owner_is_fenced_off,
+    an_owner_whose_lease_ran_out_may_still_complete_until_someone_takes_over,
+    a_heartbeat_keeps_a_duplicate_from_taking_over,
+    concurrent_takeovers_of_one_expired_lease_yield_one_new_owner,
+);

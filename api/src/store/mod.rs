@@ -6,16 +6,21 @@
 //! the caller learns whether it won from the returned row, never from a
 //! previous read. No transaction is held open across a client's work.
 //!
-//! Postgres is the production authority. The embedded SQLite backend will
-//! join it behind this same enum.
+//! Two backends keep the same contract: Postgres (the production authority)
+//! and SQLite (the embedded default, one file in the data directory). The
+//! contract tests in `tests/tests/store_contract.rs` run against both.
 
 mod postgres;
 mod record;
+mod sqlite;
+
+use std::time::Duration;
 
 use thiserror::Error;
 
 pub use postgres::PgStore;
 pub use record::{Completion, KeyRecord, NewClaim};
+pub use sqlite::SqliteStore;
 
 use crate::domain::{OwnerTokenHash, ScopedKey};
 
@@ -35,35 +40,48 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[derive(Clone, Debug)]
 pub enum Store {
     Postgres(PgStore),
+    Sqlite(SqliteStore),
+}
+
+/// Runs the same call on whichever backend is configured.
+macro_rules! dispatch {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            Store::Postgres($s) => $call,
+            Store::Sqlite($s) => $call,
+        }
+    };
 }
 
 impl Store {
+    /// Opens the backend named by the URL's scheme.
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Self::Postgres(PgStore::connect(url).await?));
         }
+        if url.starts_with("sqlite:") {
+            return Ok(Self::Sqlite(SqliteStore::connect(url).await?));
+        }
         anyhow::bail!(
-            "IDEMKEY_DATABASE_URL: unsupported scheme in {:?} (expected postgres://)",
+            "IDEMKEY_DATABASE_URL: unsupported scheme in {:?} (expected postgres:// or sqlite://)",
             redact(url)
         )
     }
 
+    /// Brings the schema up to date (creating the database if needed).
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        match self {
-            Self::Postgres(s) => s.migrate().await,
-        }
+        dispatch!(self, s => s.migrate().await)
     }
 
     pub fn backend_name(&self) -> &'static str {
         match self {
             Self::Postgres(_) => "postgres",
+            Self::Sqlite(_) => "sqlite",
         }
     }
 
     pub async fn ping(&self) -> StoreResult<()> {
-        match self {
-            Self::Postgres(s) => s.ping().await,
-        }
+        dispatch!(self, s => s.ping().await)
     }
 
     /// The atomic fork: inserts a new in-progress record, or returns `None`
@@ -73,15 +91,11 @@ impl Store {
         k: &ScopedKey,
         c: &NewClaim,
     ) -> StoreResult<Option<KeyRecord>> {
-        match self {
-            Self::Postgres(s) => s.insert_claim(k, c).await,
-        }
+        dispatch!(self, s => s.insert_claim(k, c).await)
     }
 
     pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
-        match self {
-            Self::Postgres(s) => s.find(k).await,
-        }
+        dispatch!(self, s => s.find(k).await)
     }
 
     /// Replaces a record that is past its replay window (and holds no live
@@ -91,9 +105,7 @@ impl Store {
         k: &ScopedKey,
         c: &NewClaim,
     ) -> StoreResult<Option<KeyRecord>> {
-        match self {
-            Self::Postgres(s) => s.renew_expired(k, c).await,
-        }
+        dispatch!(self, s => s.renew_expired(k, c).await)
     }
 
     /// Takes over an in-progress record whose lease has run out, if it is
@@ -103,11 +115,9 @@ impl Store {
         k: &ScopedKey,
         seen_attempt: i32,
         owner: OwnerTokenHash,
-        lease: std::time::Duration,
+        lease: Duration,
     ) -> StoreResult<Option<KeyRecord>> {
-        match self {
-            Self::Postgres(s) => s.take_over(k, seen_attempt, owner, lease).await,
-        }
+        dispatch!(self, s => s.take_over(k, seen_attempt, owner, lease).await)
     }
 
     /// Quarantines an in-progress record whose lease has run out (classes
@@ -118,21 +128,17 @@ impl Store {
         k: &ScopedKey,
         seen_attempt: i32,
     ) -> StoreResult<Option<KeyRecord>> {
-        match self {
-            Self::Postgres(s) => s.quarantine_expired(k, seen_attempt).await,
-        }
+        dispatch!(self, s => s.quarantine_expired(k, seen_attempt).await)
     }
 
     /// Stores the outcome if `owner` is the current attempt of an in-progress
-    /// record.
+    /// record that is still inside its window (or holds a live lease).
     pub async fn complete(
         &self,
         k: &ScopedKey,
         c: &Completion<'_>,
     ) -> StoreResult<Option<KeyRecord>> {
-        match self {
-            Self::Postgres(s) => s.complete(k, c).await,
-        }
+        dispatch!(self, s => s.complete(k, c).await)
     }
 
     /// Extends the lease of the current attempt to `lease` (or the length
@@ -141,19 +147,26 @@ impl Store {
         &self,
         k: &ScopedKey,
         owner: OwnerTokenHash,
-        lease: Option<std::time::Duration>,
+        lease: Option<Duration>,
     ) -> StoreResult<Option<KeyRecord>> {
-        match self {
-            Self::Postgres(s) => s.heartbeat(k, owner, lease).await,
-        }
+        dispatch!(self, s => s.heartbeat(k, owner, lease).await)
     }
 
     /// Deletes an in-progress record owned by `owner`. True if it did.
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
-        match self {
-            Self::Postgres(s) => s.release(k, owner).await,
-        }
+        dispatch!(self, s => s.release(k, owner).await)
     }
+}
+
+/// Milliseconds, as both backends bind durations.
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn hash32(bytes: &[u8]) -> StoreResult<[u8; 32]> {
+    bytes
+        .try_into()
+        .map_err(|_| StoreError::Corrupt("hash length".into()))
 }
 
 /// A database URL without its password, for messages.
@@ -161,10 +174,23 @@ pub fn redact(url: &str) -> String {
     let (Some(scheme), Some(at)) = (url.find("://"), url.rfind('@')) else {
         return url.to_owned();
     };
+    if at < scheme + 3 {
+        return url.to_owned();
+    }
     match url[scheme + 3..at].split_once(':') {
-        Some((user, _password)) if at > scheme => {
-            format!("{}://{user}:***{}", &url[..scheme], &url[at..])
-        }
-        _ => url.to_owned(),
+        Some((user, _password)) => format!("{}://{user}:***{}", &url[..scheme], &url[at..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(redact("postgres://u:pw@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact("sqlite://./data/x.db"), "sqlite://./data/x.db");
     }
 }

@@ -10,7 +10,7 @@ use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
 
-use super::{Completion, KeyRecord, NewClaim, StoreError, StoreResult};
+use super::{hash32, millis, Completion, KeyRecord, NewClaim, StoreError, StoreResult};
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -270,10 +270,6 @@ fn new_claim<'q>(q: PgQuery<'q>, k: &ScopedKey, c: &NewClaim) -> PgQuery<'q> {
         .bind(millis(c.tier_after))
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
 fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
     let state: String = row.try_get("state")?;
     let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
@@ -297,10 +293,4 @@ fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
         updated_at: row.try_get("updated_at")?,
         observed_at: row.try_get("observed_at")?,
     })
-}
-
-fn hash32(bytes: &[u8]) -> StoreResult<[u8; 32]> {
-    bytes
-        .try_into()
-        .map_err(|_| StoreError::Corrupt("hash length".into()))
 }

@@ -1,0 +1,324 @@
+//! The SQLite backend: the embedded default, one file in the data directory.
+//!
+//! WAL mode lets readers run beside the single writer; `synchronous = full`
+//! makes every commit durable before we answer. Each transition is one
+//! statement, and SQLite takes the write lock when such a statement starts,
+//! so guard and write are atomic exactly as in Postgres. Times come from this
+//! machine's clock, which is the only clock an embedded store has.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::Row;
+
+use super::{hash32, millis, Completion, KeyRecord, NewClaim, StoreError, StoreResult};
+use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
+macro_rules! record {
+    () => {
+        " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
+          outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
+          updated_at "
+    };
+}
+
+// ?1 tenant, ?2 operation, ?3 key, ?4 now (ms, except in FIND); later
+// numbers per statement.
+macro_rules! scoped {
+    () => {
+        " tenant = ?1 and operation = ?2 and key = ?3 "
+    };
+}
+
+macro_rules! live {
+    () => {
+        " and (expires_at > ?4 or lease_expires_at > ?4) "
+    };
+}
+
+// ?5 fingerprint, ?6 owner hash, ?7 lease ms, ?8 window ms, ?9 tier-after ms
+const INSERT_CLAIM: &str = concat!(
+    "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
+       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at) \
+     values (?1, ?2, ?3, ?5, 'in_progress', 1, ?6, ?4, ?4 + ?7, ?7, ?4 + ?8, ?4 + ?9, ?4, ?4) \
+     on conflict do nothing returning",
+    record!()
+);
+
+const FIND: &str = concat!("select", record!(), "from idempotency_key where", scoped!());
+
+const RENEW_EXPIRED: &str = concat!(
+    "update idempotency_key set fingerprint = ?5, state = 'in_progress', attempt = 1, \
+       owner_token_hash = ?6, claimed_at = ?4, lease_expires_at = ?4 + ?7, lease_ms = ?7, \
+       outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
+       expires_at = ?4 + ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4 \
+     where",
+    scoped!(),
+    "and expires_at <= ?4 and (state <> 'in_progress' or lease_expires_at <= ?4) returning",
+    record!()
+);
+
+// ?5 seen attempt, ?6 owner hash, ?7 lease ms
+const TAKE_OVER: &str = concat!(
+    "update idempotency_key set attempt = attempt + 1, owner_token_hash = ?6, claimed_at = ?4, \
+       lease_expires_at = ?4 + ?7, lease_ms = ?7, updated_at = ?4 \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and attempt = ?5 and lease_expires_at <= ?4 returning",
+    record!()
+);
+
+// ?5 seen attempt
+const QUARANTINE_EXPIRED: &str = concat!(
+    "update idempotency_key set state = 'quarantined', quarantine_reason = 'lease expired', \
+       updated_at = ?4 \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and attempt = ?5 and lease_expires_at <= ?4 returning",
+    record!()
+);
+
+// ?5 owner hash, ?6 outcome, ?7 outcome hash
+const COMPLETE: &str = concat!(
+    "update idempotency_key set state = 'completed', outcome = ?6, outcome_hash = ?7, \
+       completed_at = ?4, updated_at = ?4 \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = ?5",
+    live!(),
+    "returning",
+    record!()
+);
+
+// ?5 owner hash, ?6 lease ms or null
+const HEARTBEAT: &str = concat!(
+    "update idempotency_key set lease_expires_at = ?4 + coalesce(?6, lease_ms), updated_at = ?4 \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = ?5",
+    live!(),
+    "returning",
+    record!()
+);
+
+// ?5 owner hash
+const RELEASE: &str = concat!(
+    "delete from idempotency_key where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = ?5"
+);
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
+
+impl SqliteStore {
+    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)
+            .context("IDEMKEY_DATABASE_URL is not a valid sqlite:// URL")?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10));
+        if let Some(dir) = options.get_filename().parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).with_context(|| {
+                    format!("creating {} for the SQLite database", dir.display())
+                })?;
+            }
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(options);
+        Ok(Self { pool })
+    }
+
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .context("applying SQLite migrations")
+    }
+
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("select 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn insert_claim(
+        &self,
+        k: &ScopedKey,
+        c: &NewClaim,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let now = Utc::now();
+        self.fetch_record(new_claim(sqlx::query(INSERT_CLAIM), k, now, c), now)
+            .await
+    }
+
+    pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
+        let now = Utc::now();
+        let q = sqlx::query(FIND)
+            .bind(k.tenant.as_str().to_owned())
+            .bind(k.operation.as_str().to_owned())
+            .bind(k.key.as_str().to_owned());
+        self.fetch_record(q, now).await
+    }
+
+    pub async fn renew_expired(
+        &self,
+        k: &ScopedKey,
+        c: &NewClaim,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let now = Utc::now();
+        self.fetch_record(new_claim(sqlx::query(RENEW_EXPIRED), k, now, c), now)
+            .await
+    }
+
+    pub async fn take_over(
+        &self,
+        k: &ScopedKey,
+        seen_attempt: i32,
+        owner: OwnerTokenHash,
+        lease: Duration,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let now = Utc::now();
+        let q = bind_key(sqlx::query(TAKE_OVER), k, now)
+            .bind(seen_attempt)
+            .bind(owner.0.to_vec())
+            .bind(millis(lease));
+        self.fetch_record(q, now).await
+    }
+
+    pub async fn quarantine_expired(
+        &self,
+        k: &ScopedKey,
+        seen_attempt: i32,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let now = Utc::now();
+        let q = bind_key(sqlx::query(QUARANTINE_EXPIRED), k, now).bind(seen_attempt);
+        self.fetch_record(q, now).await
+    }
+
+    pub async fn complete(
+        &self,
+        k: &ScopedKey,
+        c: &Completion<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let now = Utc::now();
+        let q = bind_key(sqlx::query(COMPLETE), k, now)
+            .bind(c.owner.0.to_vec())
+            .bind(c.outcome_json.to_owned())
+            .bind(c.outcome_hash.to_vec());
+        self.fetch_record(q, now).await
+    }
+
+    pub async fn heartbeat(
+        &self,
+        k: &ScopedKey,
+        owner: OwnerTokenHash,
+        lease: Option<Duration>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let now = Utc::now();
+        let q = bind_key(sqlx::query(HEARTBEAT), k, now)
+            .bind(owner.0.to_vec())
+            .bind(lease.map(millis));
+        self.fetch_record(q, now).await
+    }
+
+    pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
+        let done = bind_key(sqlx::query(RELEASE), k, Utc::now())
+            .bind(owner.0.to_vec())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn fetch_record(
+        &self,
+        q: SqliteQuery<'_>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        q.fetch_optional(&self.pool)
+            .await?
+            .map(|row| record_from_row(&row, now))
+            .transpose()
+    }
+}
+
+fn bind_key<'q>(q: SqliteQuery<'q>, k: &ScopedKey, now: DateTime<Utc>) -> SqliteQuery<'q> {
+    q.bind(k.tenant.as_str().to_owned())
+        .bind(k.operation.as_str().to_owned())
+        .bind(k.key.as_str().to_owned())
+        .bind(now.timestamp_millis())
+}
+
+fn new_claim<'q>(
+    q: SqliteQuery<'q>,
+    k: &ScopedKey,
+    now: DateTime<Utc>,
+    c: &NewClaim,
+) -> SqliteQuery<'q> {
+    bind_key(q, k, now)
+        .bind(c.fingerprint.as_bytes().to_vec())
+        .bind(c.owner.0.to_vec())
+        .bind(millis(c.lease))
+        .bind(millis(c.replay_window))
+        .bind(millis(c.tier_after))
+}
+
+fn time(row: &SqliteRow, column: &str) -> StoreResult<DateTime<Utc>> {
+    let ms: i64 = row.try_get(column)?;
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| StoreError::Corrupt(format!("{column} {ms}")))
+}
+
+fn opt_time(row: &SqliteRow, column: &str) -> StoreResult<Option<DateTime<Utc>>> {
+    let ms: Option<i64> = row.try_get(column)?;
+    ms.map(|ms| {
+        DateTime::from_timestamp_millis(ms)
+            .ok_or_else(|| StoreError::Corrupt(format!("{column} {ms}")))
+    })
+    .transpose()
+}
+
+fn record_from_row(row: &SqliteRow, now: DateTime<Utc>) -> StoreResult<KeyRecord> {
+    let state: String = row.try_get("state")?;
+    let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
+    let owner: Vec<u8> = row.try_get("owner_token_hash")?;
+    let outcome_hash: Option<Vec<u8>> = row.try_get("outcome_hash")?;
+    Ok(KeyRecord {
+        state: RecordState::parse(&state)
+            .ok_or_else(|| StoreError::Corrupt(format!("state {state:?}")))?,
+        fingerprint: Fingerprint::from_slice(&fingerprint)
+            .ok_or_else(|| StoreError::Corrupt("fingerprint length".into()))?,
+        attempt: row.try_get("attempt")?,
+        owner_token_hash: OwnerTokenHash(hash32(&owner)?),
+        claimed_at: time(row, "claimed_at")?,
+        lease_expires_at: time(row, "lease_expires_at")?,
+        outcome: row.try_get("outcome")?,
+        outcome_hash: outcome_hash.as_deref().map(hash32).transpose()?,
+        completed_at: opt_time(row, "completed_at")?,
+        quarantine_reason: row.try_get("quarantine_reason")?,
+        expires_at: time(row, "expires_at")?,
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+        observed_at: now,
+    })
+}
