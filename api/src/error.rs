@@ -39,6 +39,12 @@ pub enum ApiError {
     AlreadyCompleted,
     #[error("key reused")]
     KeyReused,
+    /// Another 409, with its own stable code and title.
+    #[error("{code}")]
+    Conflict {
+        code: &'static str,
+        title: &'static str,
+    },
     #[error("unavailable")]
     Unavailable,
 }
@@ -61,6 +67,7 @@ impl ApiError {
             Self::LeaseLost => "lease_lost",
             Self::AlreadyCompleted => "already_completed",
             Self::KeyReused => "key_reused",
+            Self::Conflict { code, .. } => code,
             Self::Unavailable => "unavailable",
         }
     }
@@ -78,6 +85,7 @@ impl ApiError {
             Self::LeaseLost => "This owner token is not the key's current owner",
             Self::AlreadyCompleted => "The key was already completed with a different outcome",
             Self::KeyReused => "The key was used with a different request",
+            Self::Conflict { title, .. } => title,
             Self::Unavailable => "The store cannot answer right now; retry",
         }
     }
@@ -110,7 +118,8 @@ impl ResponseError for ApiError {
             Self::InProgress { .. }
             | Self::Quarantined
             | Self::LeaseLost
-            | Self::AlreadyCompleted => StatusCode::CONFLICT,
+            | Self::AlreadyCompleted
+            | Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::KeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }

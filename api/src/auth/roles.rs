@@ -122,6 +122,8 @@ impl fmt::Display for RoleSet {
 pub struct Principal {
     pub tenant: TenantId,
     pub roles: RoleSet,
+    /// The token's `sub`, if it has one: who to name in audit records.
+    pub subject: Option<String>,
 }
 
 impl Principal {
@@ -140,6 +142,7 @@ mod tests {
         Principal {
             tenant: TenantId::parse("acme").unwrap(),
             roles: roles.parse().unwrap(),
+            subject: None,
         }
     }
 

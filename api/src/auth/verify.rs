@@ -131,5 +131,14 @@ fn principal(claims: &Map<String, Value>) -> Result<Principal, AuthError> {
             .ok_or(AuthError::InvalidClaims("roles"))?,
         Some(_) => return Err(AuthError::InvalidClaims("roles")),
     };
-    Ok(Principal { tenant, roles })
+    let subject = match claims.get("sub") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.len() <= 256 => Some(s.clone()),
+        Some(_) => return Err(AuthError::InvalidClaims("sub")),
+    };
+    Ok(Principal {
+        tenant,
+        roles,
+        subject,
+    })
 }

@@ -8,9 +8,11 @@
 
 mod claim;
 mod owner;
+mod recovery;
 
 pub use claim::{ClaimAnswer, ClaimRequest};
 pub use owner::OwnerCall;
+pub use recovery::MAX_STEPS;
 
 use crate::domain::{EffectSecret, OperationName, Policy, TenantId};
 use crate::store::Store;

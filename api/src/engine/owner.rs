@@ -81,7 +81,11 @@ impl Engine {
         }
     }
 
-    async fn owned_by(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Result<KeyRecord, ApiError> {
+    pub(super) async fn owned_by(
+        &self,
+        k: &ScopedKey,
+        call: &OwnerCall<'_>,
+    ) -> Result<KeyRecord, ApiError> {
         let current = self.current(k).await?;
         if current.owner_token_hash != call.hash() {
             return Err(ApiError::LeaseLost);
@@ -89,7 +93,11 @@ impl Engine {
         Ok(current)
     }
 
-    async fn why_not_in_progress(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> ApiError {
+    pub(super) async fn why_not_in_progress(
+        &self,
+        k: &ScopedKey,
+        call: &OwnerCall<'_>,
+    ) -> ApiError {
         match self.owned_by(k, call).await {
             Err(e) => e,
             Ok(r) => match r.state {

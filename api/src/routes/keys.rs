@@ -7,7 +7,11 @@ use serde_json::value::RawValue;
 
 use super::body::{read_json, CLAIM_LIMIT, OUTCOME_LIMIT, SMALL_LIMIT};
 use super::caller::Caller;
-use super::view::{rfc3339, with_outcome, OwnedView, PreviousAttempt, RecordView, ReplayView};
+use std::collections::BTreeMap;
+
+use super::view::{
+    self, rfc3339, with_outcome, OwnedView, PreviousAttempt, RecordView, ReplayView, StepView,
+};
 use super::AppState;
 use crate::auth::Role;
 use crate::domain::fingerprint::{fingerprint_request, FingerprintError};
@@ -61,7 +65,7 @@ pub async fn claim(
     let effect_id = state.engine.secret.effect_id(&k);
     Ok(match answer {
         ClaimAnswer::Claimed { record, token } => {
-            let view = owned("claimed", &record, token.expose(), &effect_id, None);
+            let view = owned("claimed", &record, token.expose(), &effect_id, None, None);
             json(StatusCode::CREATED, with_outcome(&view, None))
         }
         ClaimAnswer::Recovering {
@@ -74,12 +78,14 @@ pub async fn claim(
                 claimed_at: rfc3339(previous.claimed_at),
                 lease_expires_at: rfc3339(previous.lease_expires_at),
             };
+            let steps = view::steps(&state.engine.secret, &k, &record.steps);
             let view = owned(
                 "recovering",
                 &record,
                 token.expose(),
                 &effect_id,
                 Some(previous),
+                Some(steps),
             );
             json(StatusCode::OK, with_outcome(&view, None))
         }
@@ -106,6 +112,7 @@ fn owned<'a>(
     token: &'a str,
     effect_id: &'a str,
     previous_attempt: Option<PreviousAttempt>,
+    steps: Option<BTreeMap<String, StepView>>,
 ) -> OwnedView<'a> {
     OwnedView {
         status,
@@ -115,6 +122,7 @@ fn owned<'a>(
         expires_at: rfc3339(r.expires_at),
         effect_id,
         previous_attempt,
+        steps,
     }
 }
 
@@ -149,13 +157,7 @@ pub async fn complete(
     let k = caller.scoped(&path.0, &path.1)?;
     let body: CompleteBody = read_json(payload, OUTCOME_LIMIT).await?;
     let policy = state.engine.policy(&k.tenant, &k.operation).await;
-    let outcome = Outcome::parse(&body.outcome, policy.max_outcome_bytes).map_err(|e| match e {
-        OutcomeError::TooLarge { limit } => ApiError::TooLarge {
-            code: "outcome_too_large",
-            limit,
-        },
-        OutcomeError::Invalid(why) => ApiError::bad_request("invalid_outcome", why),
-    })?;
+    let outcome = Outcome::parse(&body.outcome, policy.max_outcome_bytes).map_err(outcome_error)?;
     let call = OwnerCall {
         token: &body.owner_token,
     };
@@ -216,7 +218,21 @@ pub async fn release(
         token: &body.owner_token,
     };
     state.engine.release(&k, &call).await?;
-    Ok(json(StatusCode::OK, r#"{"status":"released"}"#.to_owned()))
+    Ok(released())
+}
+
+pub(super) fn released() -> HttpResponse {
+    json(StatusCode::OK, r#"{"status":"released"}"#.to_owned())
+}
+
+pub(super) fn outcome_error(e: OutcomeError) -> ApiError {
+    match e {
+        OutcomeError::TooLarge { limit } => ApiError::TooLarge {
+            code: "outcome_too_large",
+            limit,
+        },
+        OutcomeError::Invalid(why) => ApiError::bad_request("invalid_outcome", why),
+    }
 }
 
 pub async fn lookup(
@@ -230,9 +246,9 @@ pub async fn lookup(
     Ok(record_response(&state, &k, &record))
 }
 
-fn record_response(state: &AppState, k: &ScopedKey, record: &KeyRecord) -> HttpResponse {
+pub(super) fn record_response(state: &AppState, k: &ScopedKey, record: &KeyRecord) -> HttpResponse {
     let effect_id = state.engine.secret.effect_id(k);
-    let view = RecordView::new(k, record, &effect_id);
+    let view = RecordView::new(k, record, &state.engine.secret, &effect_id);
     json(
         StatusCode::OK,
         with_outcome(&view, record.outcome.as_deref()),

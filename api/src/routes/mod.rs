@@ -5,6 +5,8 @@ mod body;
 mod caller;
 mod health;
 mod keys;
+mod list;
+mod recovery;
 pub mod view;
 
 use std::sync::Arc;
@@ -31,8 +33,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route("/claim", web::post().to(keys::claim))
                 .route("/complete", web::post().to(keys::complete))
                 .route("/release", web::post().to(keys::release))
-                .route("/heartbeat", web::post().to(keys::heartbeat)),
-        );
+                .route("/heartbeat", web::post().to(keys::heartbeat))
+                .route("/quarantine", web::post().to(recovery::quarantine))
+                .route("/resolve", web::post().to(recovery::resolve))
+                .route("/steps/{step}", web::put().to(recovery::record_step)),
+        )
+        .route("/v1/keys", web::get().to(list::list));
 }
 
 pub use health::not_found;

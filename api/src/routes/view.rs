@@ -7,7 +7,12 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::domain::{RecordState, ScopedKey};
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::domain::{EffectSecret, RecordState, ScopedKey};
 use crate::store::KeyRecord;
 
 pub fn rfc3339(t: DateTime<Utc>) -> String {
@@ -37,10 +42,39 @@ pub struct RecordView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     quarantine_reason: Option<&'a str>,
     expires_at: String,
+    steps: BTreeMap<String, StepView>,
+    history: Value,
+}
+
+/// One finished step of a multi-step operation.
+#[derive(Serialize, Deserialize)]
+pub struct StepView {
+    #[serde(default, skip_deserializing)]
+    pub effect_id: String,
+    pub provider_ref: String,
+    pub done_at: String,
+}
+
+/// The record's steps with each step's own effect id.
+pub fn steps(secret: &EffectSecret, k: &ScopedKey, steps_json: &str) -> BTreeMap<String, StepView> {
+    let mut steps: BTreeMap<String, StepView> =
+        serde_json::from_str(steps_json).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "unreadable steps column");
+            BTreeMap::new()
+        });
+    for (name, step) in &mut steps {
+        step.effect_id = secret.step_effect_id(k, name);
+    }
+    steps
 }
 
 impl<'a> RecordView<'a> {
-    pub fn new(k: &'a ScopedKey, r: &'a KeyRecord, effect_id: &'a str) -> Self {
+    pub fn new(
+        k: &'a ScopedKey,
+        r: &'a KeyRecord,
+        secret: &EffectSecret,
+        effect_id: &'a str,
+    ) -> Self {
         Self {
             operation: k.operation.as_str(),
             key: k.key.as_str(),
@@ -56,6 +90,8 @@ impl<'a> RecordView<'a> {
             completed_at: opt_rfc3339(r.completed_at),
             quarantine_reason: r.quarantine_reason.as_deref(),
             expires_at: rfc3339(r.expires_at),
+            steps: steps(secret, k, &r.steps),
+            history: serde_json::from_str(&r.history).unwrap_or(Value::Null),
         }
     }
 }
@@ -71,6 +107,9 @@ pub struct OwnedView<'a> {
     pub effect_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub previous_attempt: Option<PreviousAttempt>,
+    /// Steps already done (recovering answers only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<BTreeMap<String, StepView>>,
 }
 
 #[derive(Serialize)]

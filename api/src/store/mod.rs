@@ -19,10 +19,12 @@ use std::time::Duration;
 use thiserror::Error;
 
 pub use postgres::PgStore;
-pub use record::{Completion, KeyRecord, NewClaim};
+pub use record::{
+    Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,
+};
 pub use sqlite::SqliteStore;
 
-use crate::domain::{OwnerTokenHash, ScopedKey};
+use crate::domain::{IdempotencyKey, OperationName, OwnerTokenHash, ScopedKey, TenantId};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -152,6 +154,59 @@ impl Store {
         dispatch!(self, s => s.heartbeat(k, owner, lease).await)
     }
 
+    /// Records a finished step for the current owner: a step already done
+    /// with the same provider reference is left as it was; one with another
+    /// reference, or a 65th step, matches nothing.
+    pub async fn record_step(
+        &self,
+        k: &ScopedKey,
+        s: &StepDone<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        dispatch!(self, st => st.record_step(k, s).await)
+    }
+
+    /// The owner marks its in-progress record quarantined (ambiguous outcome).
+    pub async fn quarantine(
+        &self,
+        k: &ScopedKey,
+        owner: OwnerTokenHash,
+        reason: &str,
+    ) -> StoreResult<Option<KeyRecord>> {
+        dispatch!(self, s => s.quarantine(k, owner, reason).await)
+    }
+
+    /// Completes a quarantined record (or, for an admin, one whose lease ran
+    /// out) with the chosen outcome.
+    pub async fn resolve_complete(
+        &self,
+        k: &ScopedKey,
+        by: &Resolver,
+        c: &Completion<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        dispatch!(self, s => s.resolve_complete(k, by, c).await)
+    }
+
+    /// Releases a quarantined record (or, for an admin, one whose lease ran
+    /// out), keeping who did it and the record's history in `key_release`, in
+    /// the same transaction. True if it did.
+    pub async fn resolve_release(
+        &self,
+        k: &ScopedKey,
+        by: &Resolver,
+        reason: Option<&str>,
+    ) -> StoreResult<bool> {
+        dispatch!(self, s => s.resolve_release(k, by, reason).await)
+    }
+
+    /// A tenant's live records, newest first.
+    pub async fn list(
+        &self,
+        tenant: &TenantId,
+        q: &ListQuery,
+    ) -> StoreResult<Vec<(ScopedKey, KeyRecord)>> {
+        dispatch!(self, s => s.list(tenant, q).await)
+    }
+
     /// Deletes an in-progress record owned by `owner`. True if it did.
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
         dispatch!(self, s => s.release(k, owner).await)
@@ -167,6 +222,16 @@ fn hash32(bytes: &[u8]) -> StoreResult<[u8; 32]> {
     bytes
         .try_into()
         .map_err(|_| StoreError::Corrupt("hash length".into()))
+}
+
+/// Rebuilds a scoped key from a listed row.
+fn scoped_from(tenant: &TenantId, operation: &str, key: &str) -> StoreResult<ScopedKey> {
+    Ok(ScopedKey {
+        tenant: tenant.clone(),
+        operation: OperationName::parse(operation)
+            .map_err(|_| StoreError::Corrupt(format!("operation {operation:?}")))?,
+        key: IdempotencyKey::parse(key).map_err(|_| StoreError::Corrupt("key".into()))?,
+    })
 }
 
 /// A database URL without its password, for messages.

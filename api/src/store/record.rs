@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, Seen};
+use crate::domain::{Fingerprint, OperationName, OwnerTokenHash, RecordState, Seen};
 
 #[derive(Debug, Clone)]
 pub struct KeyRecord {
@@ -17,6 +17,10 @@ pub struct KeyRecord {
     /// The outcome's exact JSON text, when completed.
     pub outcome: Option<String>,
     pub outcome_hash: Option<[u8; 32]>,
+    /// Steps done, as JSON text: `{"name": {"provider_ref", "done_at"}}`.
+    pub steps: String,
+    /// The audit trail, as JSON text: an array of events.
+    pub history: String,
     pub completed_at: Option<DateTime<Utc>>,
     pub quarantine_reason: Option<String>,
     pub expires_at: DateTime<Utc>,
@@ -61,4 +65,60 @@ pub struct Completion<'a> {
     pub owner: OwnerTokenHash,
     pub outcome_json: &'a str,
     pub outcome_hash: [u8; 32],
+}
+
+/// A finished step, recorded by the current owner.
+#[derive(Debug, Clone, Copy)]
+pub struct StepDone<'a> {
+    pub owner: OwnerTokenHash,
+    pub step: &'a str,
+    pub provider_ref: &'a str,
+}
+
+/// Who finishes a quarantined key.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    /// `None` for an admin; the owner token's hash for the owner.
+    pub owner: Option<OwnerTokenHash>,
+    /// Named in the audit trail, e.g. `admin:alice` or `owner`.
+    pub actor: String,
+}
+
+/// Which records a listing returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListState {
+    InProgress,
+    Completed,
+    Quarantined,
+    /// In progress, lease run out, not yet taken over.
+    LeaseExpired,
+}
+
+/// Where the previous page of a listing stopped (newest first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    pub created_at: DateTime<Utc>,
+    pub operation: String,
+    pub key: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub state: Option<ListState>,
+    pub operation: Option<OperationName>,
+    /// Only records first claimed at least this long ago.
+    pub older_than: Option<Duration>,
+    pub limit: u32,
+    pub after: Option<ListCursor>,
+}
+
+impl ListState {
+    /// The stored state this filter selects.
+    pub fn stored(self) -> RecordState {
+        match self {
+            Self::InProgress | Self::LeaseExpired => RecordState::InProgress,
+            Self::Completed => RecordState::Completed,
+            Self::Quarantined => RecordState::Quarantined,
+        }
+    }
 }

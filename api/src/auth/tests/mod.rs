@@ -110,6 +110,7 @@ fn principal(tenant: &str, roles: &[Role]) -> Principal {
     Principal {
         tenant: TenantId::parse(tenant).unwrap(),
         roles: roles.iter().copied().collect(),
+        subject: Some("svc-checkout".into()),
     }
 }
 

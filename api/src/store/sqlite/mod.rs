@@ -26,7 +26,33 @@ macro_rules! record {
     () => {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
-          updated_at "
+          updated_at, steps, history "
+    };
+}
+
+/// `?4` (now, in ms) as RFC 3339 text, for audit events.
+macro_rules! now_text {
+    () => {
+        "strftime('%Y-%m-%dT%H:%M:%fZ', ?4 / 1000.0, 'unixepoch')"
+    };
+}
+
+/// The audit trail with one more event: the first event (the claim) and
+/// the latest 49 are kept.
+macro_rules! history_with {
+    ($($event:expr),+) => {
+        concat!(
+            " json_insert(case when json_array_length(history) >= 50 \
+               then json_remove(history, '$[1]') else history end, '$[#]', json_object(",
+            $($event,)+
+            ", 'at', ", now_text!(), ")) "
+        )
+    };
+}
+
+macro_rules! append_history {
+    ($($event:expr),+) => {
+        concat!(" history = ", history_with!($($event),+))
     };
 }
 
@@ -44,12 +70,17 @@ macro_rules! live {
     };
 }
 
+mod recovery;
+
 // ?5 fingerprint, ?6 owner hash, ?7 lease ms, ?8 window ms, ?9 tier-after ms
 const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
-       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at) \
-     values (?1, ?2, ?3, ?5, 'in_progress', 1, ?6, ?4, ?4 + ?7, ?7, ?4 + ?8, ?4 + ?9, ?4, ?4) \
-     on conflict do nothing returning",
+       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at, \
+       history) \
+     values (?1, ?2, ?3, ?5, 'in_progress', 1, ?6, ?4, ?4 + ?7, ?7, ?4 + ?8, ?4 + ?9, ?4, ?4, \
+       json_array(json_object('event', 'claimed', 'attempt', 1, 'at', ",
+    now_text!(),
+    "))) on conflict do nothing returning",
     record!()
 );
 
@@ -59,8 +90,10 @@ const RENEW_EXPIRED: &str = concat!(
     "update idempotency_key set fingerprint = ?5, state = 'in_progress', attempt = 1, \
        owner_token_hash = ?6, claimed_at = ?4, lease_expires_at = ?4 + ?7, lease_ms = ?7, \
        outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
-       expires_at = ?4 + ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4 \
-     where",
+       expires_at = ?4 + ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4, steps = '{}', \
+       history = json_array(json_object('event', 'claimed', 'attempt', 1, 'renewed', json('true'), 'at', ",
+    now_text!(),
+    ")) where",
     scoped!(),
     "and expires_at <= ?4 and (state <> 'in_progress' or lease_expires_at <= ?4) returning",
     record!()
@@ -69,8 +102,9 @@ const RENEW_EXPIRED: &str = concat!(
 // ?5 seen attempt, ?6 owner hash, ?7 lease ms
 const TAKE_OVER: &str = concat!(
     "update idempotency_key set attempt = attempt + 1, owner_token_hash = ?6, claimed_at = ?4, \
-       lease_expires_at = ?4 + ?7, lease_ms = ?7, updated_at = ?4 \
-     where",
+       lease_expires_at = ?4 + ?7, lease_ms = ?7, updated_at = ?4, ",
+    append_history!("'event', 'taken_over', 'attempt', attempt + 1"),
+    "where",
     scoped!(),
     "and state = 'in_progress' and attempt = ?5 and lease_expires_at <= ?4 returning",
     record!()
@@ -79,8 +113,9 @@ const TAKE_OVER: &str = concat!(
 // ?5 seen attempt
 const QUARANTINE_EXPIRED: &str = concat!(
     "update idempotency_key set state = 'quarantined', quarantine_reason = 'lease expired', \
-       updated_at = ?4 \
-     where",
+       updated_at = ?4, ",
+    append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', 'lease expired', 'by', 'lease watch'"),
+    "where",
     scoped!(),
     "and state = 'in_progress' and attempt = ?5 and lease_expires_at <= ?4 returning",
     record!()
@@ -89,8 +124,9 @@ const QUARANTINE_EXPIRED: &str = concat!(
 // ?5 owner hash, ?6 outcome, ?7 outcome hash
 const COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = ?6, outcome_hash = ?7, \
-       completed_at = ?4, updated_at = ?4 \
-     where",
+       completed_at = ?4, updated_at = ?4, ",
+    append_history!("'event', 'completed', 'attempt', attempt"),
+    "where",
     scoped!(),
     "and state = 'in_progress' and owner_token_hash = ?5",
     live!(),
@@ -313,6 +349,8 @@ fn record_from_row(row: &SqliteRow, now: DateTime<Utc>) -> StoreResult<KeyRecord
         claimed_at: time(row, "claimed_at")?,
         lease_expires_at: time(row, "lease_expires_at")?,
         outcome: row.try_get("outcome")?,
+        steps: row.try_get("steps")?,
+        history: row.try_get("history")?,
         outcome_hash: outcome_hash.as_deref().map(hash32).transpose()?,
         completed_at: opt_time(row, "completed_at")?,
         quarantine_reason: row.try_get("quarantine_reason")?,

@@ -20,7 +20,34 @@ macro_rules! record {
     () => {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
-          updated_at, now() as observed_at "
+          updated_at, steps, history, now() as observed_at "
+    };
+}
+
+/// The database clock as RFC 3339 text, for audit events.
+macro_rules! now_text {
+    () => {
+        "to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    };
+}
+
+/// The audit trail with one more event: the first event (the claim) and
+/// the latest 49 are kept.
+macro_rules! history_with {
+    ($($event:expr),+) => {
+        concat!(
+            " (case when jsonb_array_length(history::jsonb) >= 50 \
+               then history::jsonb - 1 else history::jsonb end \
+               || jsonb_build_array(jsonb_build_object(",
+            $($event,)+
+            ", 'at', ", now_text!(), ")))::text "
+        )
+    };
+}
+
+macro_rules! append_history {
+    ($($event:expr),+) => {
+        concat!(" history = ", history_with!($($event),+))
     };
 }
 
@@ -38,12 +65,17 @@ macro_rules! live {
     };
 }
 
+mod recovery;
+
 const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
-       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at) \
+       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at, \
+       history) \
      values ($1, $2, $3, $4, 'in_progress', 1, $5, now(), now() + $6 * interval '1 millisecond', $6, \
-       now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond', now(), now()) \
-     on conflict do nothing returning",
+       now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond', now(), now(), \
+       jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'at', ",
+    now_text!(),
+    "))::text) on conflict do nothing returning",
     record!()
 );
 
@@ -54,8 +86,10 @@ const RENEW_EXPIRED: &str = concat!(
        owner_token_hash = $5, claimed_at = now(), lease_expires_at = now() + $6 * interval '1 millisecond', \
        lease_ms = $6, outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
        expires_at = now() + $7 * interval '1 millisecond', tier_at = now() + $8 * interval '1 millisecond', \
-       created_at = now(), updated_at = now() \
-     where",
+       created_at = now(), updated_at = now(), steps = '{}', \
+       history = jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'renewed', true, 'at', ",
+    now_text!(),
+    "))::text where",
     scoped!(),
     "and expires_at <= now() and (state <> 'in_progress' or lease_expires_at <= now()) returning",
     record!()
@@ -63,8 +97,9 @@ const RENEW_EXPIRED: &str = concat!(
 
 const TAKE_OVER: &str = concat!(
     "update idempotency_key set attempt = attempt + 1, owner_token_hash = $5, claimed_at = now(), \
-       lease_expires_at = now() + $6 * interval '1 millisecond', lease_ms = $6, updated_at = now() \
-     where",
+       lease_expires_at = now() + $6 * interval '1 millisecond', lease_ms = $6, updated_at = now(), ",
+    append_history!("'event', 'taken_over', 'attempt', attempt + 1"),
+    "where",
     scoped!(),
     "and state = 'in_progress' and attempt = $4 and lease_expires_at <= now() returning",
     record!()
@@ -72,8 +107,9 @@ const TAKE_OVER: &str = concat!(
 
 const COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
-       completed_at = now(), updated_at = now() \
-     where",
+       completed_at = now(), updated_at = now(), ",
+    append_history!("'event', 'completed', 'attempt', attempt"),
+    "where",
     scoped!(),
     "and state = 'in_progress' and owner_token_hash = $4",
     live!(),
@@ -83,8 +119,9 @@ const COMPLETE: &str = concat!(
 
 const QUARANTINE_EXPIRED: &str = concat!(
     "update idempotency_key set state = 'quarantined', quarantine_reason = 'lease expired', \
-       updated_at = now() \
-     where",
+       updated_at = now(), ",
+    append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', 'lease expired', 'by', 'lease watch'"),
+    "where",
     scoped!(),
     "and state = 'in_progress' and attempt = $4 and lease_expires_at <= now() returning",
     record!()
@@ -285,6 +322,8 @@ fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
         claimed_at: row.try_get("claimed_at")?,
         lease_expires_at: row.try_get("lease_expires_at")?,
         outcome: row.try_get("outcome")?,
+        steps: row.try_get("steps")?,
+        history: row.try_get("history")?,
         outcome_hash: outcome_hash.as_deref().map(hash32).transpose()?,
         completed_at: row.try_get("completed_at")?,
         quarantine_reason: row.try_get("quarantine_reason")?,

@@ -1,0 +1,139 @@
+//! The hard cases: recording steps, quarantining an ambiguous outcome,
+//! resolving it, and listing the keys that need attention.
+
+use super::{Engine, OwnerCall};
+use crate::domain::{Outcome, OwnerTokenHash, RecordState, ScopedKey, TenantId};
+use crate::error::ApiError;
+use crate::store::{Completion, KeyRecord, ListQuery, Resolver, StepDone};
+
+/// The most steps one operation may record.
+pub const MAX_STEPS: usize = 64;
+
+const STEP_CONFLICT: ApiError = ApiError::Conflict {
+    code: "step_conflict",
+    title: "The step was already recorded with another provider reference",
+};
+const TOO_MANY_STEPS: ApiError = ApiError::Conflict {
+    code: "too_many_steps",
+    title: "The operation already has the most steps it may record",
+};
+const NOT_RESOLVABLE: ApiError = ApiError::Conflict {
+    code: "not_quarantined",
+    title: "Only a quarantined key (or, for an admin, one whose lease ran out) can be resolved",
+};
+
+impl Engine {
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn record_step(
+        &self,
+        k: &ScopedKey,
+        call: &OwnerCall<'_>,
+        step: &str,
+        provider_ref: &str,
+    ) -> Result<KeyRecord, ApiError> {
+        let done = StepDone {
+            owner: OwnerTokenHash::of(call.token),
+            step,
+            provider_ref,
+        };
+        if let Some(record) = self.store.record_step(k, &done).await? {
+            return Ok(record);
+        }
+        let current = self.owned_by(k, call).await?;
+        if current.state != RecordState::InProgress {
+            return Err(not_in_progress(&current));
+        }
+        let steps: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&current.steps).unwrap_or_default();
+        match steps.get(step) {
+            Some(existing) if existing["provider_ref"] != provider_ref => Err(STEP_CONFLICT),
+            None if steps.len() >= MAX_STEPS => Err(TOO_MANY_STEPS),
+            // The row changed between our two statements; the caller retries.
+            _ => Err(ApiError::Unavailable),
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn quarantine(
+        &self,
+        k: &ScopedKey,
+        call: &OwnerCall<'_>,
+        reason: &str,
+    ) -> Result<KeyRecord, ApiError> {
+        let owner = OwnerTokenHash::of(call.token);
+        if let Some(record) = self.store.quarantine(k, owner, reason).await? {
+            return Ok(record);
+        }
+        Err(self.why_not_in_progress(k, call).await)
+    }
+
+    /// Finishes a quarantined key with an outcome.
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn resolve_complete(
+        &self,
+        k: &ScopedKey,
+        by: &Resolver,
+        outcome: &Outcome,
+    ) -> Result<KeyRecord, ApiError> {
+        let completion = Completion {
+            owner: by.owner.unwrap_or(OwnerTokenHash([0; 32])),
+            outcome_json: &outcome.json,
+            outcome_hash: outcome.canonical_hash,
+        };
+        if let Some(record) = self.store.resolve_complete(k, by, &completion).await? {
+            return Ok(record);
+        }
+        let current = self.resolvable_by(k, by).await?;
+        match current.state {
+            // A repeated resolve with the same outcome answers as the first.
+            RecordState::Completed if current.outcome_hash == Some(outcome.canonical_hash) => {
+                Ok(current)
+            }
+            RecordState::Completed => Err(ApiError::AlreadyCompleted),
+            _ => Err(NOT_RESOLVABLE),
+        }
+    }
+
+    /// Finishes a quarantined key by releasing it: the key may be claimed
+    /// anew, and who released it is kept.
+    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    pub async fn resolve_release(
+        &self,
+        k: &ScopedKey,
+        by: &Resolver,
+        reason: Option<&str>,
+    ) -> Result<(), ApiError> {
+        if self.store.resolve_release(k, by, reason).await? {
+            return Ok(());
+        }
+        let current = self.resolvable_by(k, by).await?;
+        Err(match current.state {
+            RecordState::Completed => ApiError::AlreadyCompleted,
+            _ => NOT_RESOLVABLE,
+        })
+    }
+
+    pub async fn list(
+        &self,
+        tenant: &TenantId,
+        q: &ListQuery,
+    ) -> Result<Vec<(ScopedKey, KeyRecord)>, ApiError> {
+        Ok(self.store.list(tenant, q).await?)
+    }
+
+    async fn resolvable_by(&self, k: &ScopedKey, by: &Resolver) -> Result<KeyRecord, ApiError> {
+        let current = self.current(k).await?;
+        match by.owner {
+            Some(owner) if current.owner_token_hash != owner => Err(ApiError::LeaseLost),
+            _ => Ok(current),
+        }
+    }
+}
+
+fn not_in_progress(r: &KeyRecord) -> ApiError {
+    match r.state {
+        RecordState::Completed => ApiError::AlreadyCompleted,
+        RecordState::Quarantined => ApiError::Quarantined,
+        RecordState::InProgress => ApiError::Unavailable,
+    }
+}

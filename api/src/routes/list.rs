@@ -1,0 +1,186 @@
+//! `GET /v1/keys`: a tenant's keys, newest first, one page at a time — how
+//! stuck keys (expired leases, long in progress, quarantined) are found.
+//!
+//! Pages follow a keyset cursor on (first claim time, operation, key), so
+//! paging stays stable while keys change: new keys land before the first
+//! page, never inside a page already read.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chrono::DateTime;
+use serde::{Deserialize, Serialize};
+
+use super::caller::Caller;
+use super::view::rfc3339;
+use super::AppState;
+use crate::auth::Role;
+use crate::domain::duration::parse_duration;
+use crate::domain::{OperationName, ScopedKey};
+use crate::error::ApiError;
+use crate::store::{KeyRecord, ListCursor, ListQuery, ListState};
+
+const DEFAULT_LIMIT: u32 = 50;
+const MAX_LIMIT: u32 = 500;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    state: Option<String>,
+    operation: Option<String>,
+    older_than: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Item<'a> {
+    operation: &'a str,
+    key: &'a str,
+    state: &'static str,
+    attempt: i32,
+    effect_id: String,
+    created_at: String,
+    claimed_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_expires_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quarantine_reason: Option<&'a str>,
+    expires_at: String,
+}
+
+#[derive(Serialize)]
+struct Page<'a> {
+    items: Vec<Item<'a>>,
+    next_cursor: Option<String>,
+}
+
+pub async fn list(
+    state: web::Data<AppState>,
+    caller: Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(&[Role::Client, Role::Viewer])?;
+    let query = parse(req.query_string())?;
+    let rows = state.engine.list(&caller.0.tenant, &query).await?;
+    let next_cursor = (rows.len() == query.limit as usize)
+        .then(|| rows.last().map(|(k, r)| encode_cursor(k, r)))
+        .flatten();
+    let items = rows.iter().map(|(k, r)| item(&state, k, r)).collect();
+    Ok(HttpResponse::Ok().json(Page { items, next_cursor }))
+}
+
+fn item<'a>(state: &AppState, k: &'a ScopedKey, r: &'a KeyRecord) -> Item<'a> {
+    Item {
+        operation: k.operation.as_str(),
+        key: k.key.as_str(),
+        state: r.state.as_str(),
+        attempt: r.attempt,
+        effect_id: state.engine.secret.effect_id(k),
+        created_at: rfc3339(r.created_at),
+        claimed_at: rfc3339(r.claimed_at),
+        lease_expires_at: (r.state == crate::domain::RecordState::InProgress)
+            .then(|| rfc3339(r.lease_expires_at)),
+        completed_at: r.completed_at.map(rfc3339),
+        quarantine_reason: r.quarantine_reason.as_deref(),
+        expires_at: rfc3339(r.expires_at),
+    }
+}
+
+fn invalid(detail: impl Into<String>) -> ApiError {
+    ApiError::bad_request("invalid_query", detail)
+}
+
+fn parse(query: &str) -> Result<ListQuery, ApiError> {
+    let p = web::Query::<Params>::from_query(query)
+        .map_err(|e| invalid(e.to_string()))?
+        .into_inner();
+    let state = p
+        .state
+        .map(|s| match s.as_str() {
+            "in_progress" => Ok(ListState::InProgress),
+            "completed" => Ok(ListState::Completed),
+            "quarantined" => Ok(ListState::Quarantined),
+            "lease_expired" => Ok(ListState::LeaseExpired),
+            _ => Err(invalid(
+                "state must be in_progress, completed, quarantined or lease_expired",
+            )),
+        })
+        .transpose()?;
+    let operation = p
+        .operation
+        .map(|o| OperationName::parse(&o).map_err(|e| invalid(e.to_string())))
+        .transpose()?;
+    let older_than = p
+        .older_than
+        .map(|d| {
+            parse_duration(&d).ok_or_else(|| invalid("older_than must be a duration such as 15m"))
+        })
+        .transpose()?;
+    let limit = match p.limit {
+        None => DEFAULT_LIMIT,
+        Some(l) => l
+            .parse::<u32>()
+            .ok()
+            .filter(|l| (1..=MAX_LIMIT).contains(l))
+            .ok_or_else(|| invalid("limit must be 1-500"))?,
+    };
+    let after = p.cursor.map(|c| decode_cursor(&c)).transpose()?;
+    Ok(ListQuery {
+        state,
+        operation,
+        older_than,
+        limit,
+        after,
+    })
+}
+
+/// The cursor is opaque to clients: base64url of `[micros, operation, key]`.
+fn encode_cursor(k: &ScopedKey, r: &KeyRecord) -> String {
+    let json = serde_json::json!([
+        r.created_at.timestamp_micros(),
+        k.operation.as_str(),
+        k.key.as_str()
+    ]);
+    URL_SAFE_NO_PAD.encode(json.to_string())
+}
+
+fn decode_cursor(cursor: &str) -> Result<ListCursor, ApiError> {
+    let bad = || invalid("cursor is not one this service issued");
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let (micros, operation, key): (i64, String, String) =
+        serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    Ok(ListCursor {
+        created_at: DateTime::from_timestamp_micros(micros).ok_or_else(bad)?,
+        operation,
+        key,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_parse_with_defaults_and_bounds() {
+        let q = parse("").unwrap();
+        assert_eq!((q.limit, q.state, q.older_than), (50, None, None));
+        let q =
+            parse("state=lease_expired&older_than=15m&limit=500&operation=charges.create").unwrap();
+        assert_eq!(q.state, Some(ListState::LeaseExpired));
+        assert_eq!(q.older_than, Some(std::time::Duration::from_secs(900)));
+        for bad in [
+            "limit=0",
+            "limit=501",
+            "state=stuck",
+            "older_than=soon",
+            "operation=X",
+            "page=2",
+            "cursor=%%%",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}

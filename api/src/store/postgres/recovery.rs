@@ -1,0 +1,212 @@
+//! Postgres statements for the hard cases: steps, quarantine, resolve, and
+//! listing stuck keys. Each transition is still one guarded statement (a
+//! resolve that releases is a delete plus its audit row, in one transaction).
+
+use sqlx::Row;
+
+use super::{bind_key, record_from_row, PgStore};
+use crate::domain::{ScopedKey, TenantId};
+use crate::store::{
+    millis, scoped_from, Completion, KeyRecord, ListQuery, ListState, Resolver, StepDone,
+    StoreResult,
+};
+
+/// The step is already recorded.
+macro_rules! has_step {
+    () => {
+        " (steps::jsonb ? $5) "
+    };
+}
+
+// $4 owner hash, $5 step, $6 provider_ref
+const RECORD_STEP: &str = concat!(
+    "update idempotency_key set \
+       steps = case when",
+    has_step!(),
+    "then steps else (steps::jsonb || jsonb_build_object($5::text, \
+         jsonb_build_object('provider_ref', $6::text, 'done_at', ",
+    now_text!(),
+    ")))::text end, \
+       history = case when",
+    has_step!(),
+    "then history else",
+    history_with!("'event', 'step', 'attempt', attempt, 'step', $5::text"),
+    "end, updated_at = now() \
+     where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = $4",
+    live!(),
+    "and (not",
+    has_step!(),
+    "or steps::jsonb -> $5 ->> 'provider_ref' = $6) \
+     and (",
+    has_step!(),
+    "or (select count(*) from jsonb_object_keys(steps::jsonb)) < 64) returning",
+    record!()
+);
+
+// $4 owner hash, $5 reason
+const QUARANTINE: &str = concat!(
+    "update idempotency_key set state = 'quarantined', quarantine_reason = $5, updated_at = now(), ",
+    append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', $5::text, 'by', 'owner'"),
+    "where",
+    scoped!(),
+    "and state = 'in_progress' and owner_token_hash = $4",
+    live!(),
+    "returning",
+    record!()
+);
+
+/// Quarantined, or (for an admin, `$4` null) in progress with its lease run
+/// out; an owner (`$4` its token hash) resolves only its own quarantined key.
+macro_rules! resolvable {
+    () => {
+        " and (state = 'quarantined' or ($4::bytea is null and state = 'in_progress' \
+           and lease_expires_at <= now())) and ($4::bytea is null or owner_token_hash = $4) "
+    };
+}
+
+// $4 owner hash or null, $5 outcome, $6 outcome hash, $7 actor
+const RESOLVE_COMPLETE: &str = concat!(
+    "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
+       completed_at = now(), updated_at = now(), ",
+    append_history!(
+        "'event', 'resolved', 'resolution', 'completed', 'attempt', attempt, 'by', $7::text"
+    ),
+    "where",
+    scoped!(),
+    resolvable!(),
+    live!(),
+    "returning",
+    record!()
+);
+
+// $4 owner hash or null, $5 actor, $6 reason
+const RESOLVE_RELEASE: &str = concat!(
+    "delete from idempotency_key where",
+    scoped!(),
+    resolvable!(),
+    live!(),
+    "returning attempt,",
+    history_with!(
+        "'event', 'resolved', 'resolution', 'released', 'attempt', attempt, 'by', $5::text, 'reason', $6::text"
+    ),
+    "as history"
+);
+
+const KEEP_RELEASE: &str = "insert into key_release \
+     (tenant, operation, key, attempt, actor, reason, history) values ($1, $2, $3, $4, $5, $6, $7)";
+
+// $1 tenant, $2 operation, $3 state, $4 lease expired only, $5 older than
+// (ms), $6..$8 cursor, $9 limit
+const LIST: &str = concat!(
+    "select operation, key,",
+    record!(),
+    "from idempotency_key where tenant = $1 \
+       and ($2::text is null or operation = $2) \
+       and ($3::text is null or state = $3) \
+       and (not $4::bool or lease_expires_at <= now()) \
+       and ($5::bigint is null or created_at <= now() - $5 * interval '1 millisecond') \
+       and (expires_at > now() or (state = 'in_progress' and lease_expires_at > now())) \
+       and ($6::timestamptz is null or (created_at, operation, key) < ($6, $7::text, $8::text)) \
+     order by created_at desc, operation desc, key desc limit $9"
+);
+
+impl PgStore {
+    pub async fn record_step(
+        &self,
+        k: &ScopedKey,
+        s: &StepDone<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let q = bind_key(sqlx::query(RECORD_STEP), k)
+            .bind(s.owner.0.to_vec())
+            .bind(s.step.to_owned())
+            .bind(s.provider_ref.to_owned());
+        self.fetch_record(q).await
+    }
+
+    pub async fn quarantine(
+        &self,
+        k: &ScopedKey,
+        owner: crate::domain::OwnerTokenHash,
+        reason: &str,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let q = bind_key(sqlx::query(QUARANTINE), k)
+            .bind(owner.0.to_vec())
+            .bind(reason.to_owned());
+        self.fetch_record(q).await
+    }
+
+    pub async fn resolve_complete(
+        &self,
+        k: &ScopedKey,
+        by: &Resolver,
+        c: &Completion<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let q = bind_key(sqlx::query(RESOLVE_COMPLETE), k)
+            .bind(by.owner.map(|h| h.0.to_vec()))
+            .bind(c.outcome_json.to_owned())
+            .bind(c.outcome_hash.to_vec())
+            .bind(by.actor.clone());
+        self.fetch_record(q).await
+    }
+
+    pub async fn resolve_release(
+        &self,
+        k: &ScopedKey,
+        by: &Resolver,
+        reason: Option<&str>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let deleted = bind_key(sqlx::query(RESOLVE_RELEASE), k)
+            .bind(by.owner.map(|h| h.0.to_vec()))
+            .bind(by.actor.clone())
+            .bind(reason.map(str::to_owned))
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(row) = deleted else {
+            return Ok(false);
+        };
+        let attempt: i32 = row.try_get("attempt")?;
+        let history: String = row.try_get("history")?;
+        bind_key(sqlx::query(KEEP_RELEASE), k)
+            .bind(attempt)
+            .bind(by.actor.clone())
+            .bind(reason.map(str::to_owned))
+            .bind(history)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub async fn list(
+        &self,
+        tenant: &TenantId,
+        q: &ListQuery,
+    ) -> StoreResult<Vec<(ScopedKey, KeyRecord)>> {
+        let after = q.after.as_ref();
+        let rows = sqlx::query(LIST)
+            .bind(tenant.as_str().to_owned())
+            .bind(q.operation.as_ref().map(|o| o.as_str().to_owned()))
+            .bind(q.state.map(|s| s.stored().as_str()))
+            .bind(q.state == Some(ListState::LeaseExpired))
+            .bind(q.older_than.map(millis))
+            .bind(after.map(|c| c.created_at))
+            .bind(after.map(|c| c.operation.clone()))
+            .bind(after.map(|c| c.key.clone()))
+            .bind(i64::from(q.limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let operation: String = row.try_get("operation")?;
+                let key: String = row.try_get("key")?;
+                Ok((
+                    scoped_from(tenant, &operation, &key)?,
+                    record_from_row(row)?,
+                ))
+            })
+            .collect()
+    }
+}
