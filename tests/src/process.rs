@@ -9,15 +9,21 @@ use tokio::process::{Child, Command};
 
 /// The `idemkey` binary next to the test executable (target/<profile>/).
 pub fn binary() -> PathBuf {
+    sibling_binary("idemkey")
+}
+
+/// A binary of this workspace next to the test executable; fails loudly if
+/// it was not built (`cargo build --workspace --bins`; scripts/test.sh does).
+pub fn sibling_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target dir");
-    let bin = dir.join("idemkey");
+    let bin = dir.join(name);
     assert!(
         bin.exists(),
-        "{} is missing: build it first (`cargo build -p idemkey-web`; scripts/test.sh does)",
+        "{} is missing: build it first (`cargo build --workspace --bins`; scripts/test.sh does)",
         bin.display()
     );
     bin
