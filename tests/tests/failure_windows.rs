@@ -16,7 +16,8 @@ use tokio::process::{Child, Command};
 
 struct World {
     idemkey: ServerProcess,
-    provider: Child,
+    /// Kept so the provider process lives (and is killed) with the world.
+    _provider: Child,
     provider_url: String,
     token: String,
 }
@@ -40,7 +41,7 @@ impl World {
         let token = token(&fresh_tenant(), &[Role::Client]);
         Self {
             idemkey,
-            provider,
+            _provider: provider,
             provider_url,
             token,
         }
