@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use postgres::PgStore;
+pub use postgres::{sql as postgres_sql, PgStore};
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,
 };

@@ -67,7 +67,16 @@ macro_rules! live {
 
 mod recovery;
 
-const INSERT_CLAIM: &str = concat!(
+/// The statements a claim and a completion issue, public so the benchmark
+/// (`bench/`) replays exactly this SQL with pgbench to measure the database's
+/// own limit: the script is generated from these constants and cannot drift.
+pub mod sql {
+    pub use super::{COMPLETE, FIND, INSERT_CLAIM};
+}
+
+/// A new claim: `$1..$3` the scoped key, `$4` fingerprint, `$5` owner hash,
+/// `$6` lease, `$7` replay window, `$8` tiering delay (ms). No row: taken.
+pub const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
        owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at, \
        history) \
@@ -79,7 +88,8 @@ const INSERT_CLAIM: &str = concat!(
     record!()
 );
 
-const FIND: &str = concat!("select", record!(), "from idempotency_key where", scoped!());
+/// The record of the scoped key `$1..$3` (the replay read).
+pub const FIND: &str = concat!("select", record!(), "from idempotency_key where", scoped!());
 
 const RENEW_EXPIRED: &str = concat!(
     "update idempotency_key set fingerprint = $4, state = 'in_progress', attempt = 1, \
@@ -105,7 +115,8 @@ const TAKE_OVER: &str = concat!(
     record!()
 );
 
-const COMPLETE: &str = concat!(
+/// The owner (`$4` its token hash) stores outcome `$5` with hash `$6`.
+pub const COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
        completed_at = now(), updated_at = now(), ",
     append_history!("'event', 'completed', 'attempt', attempt"),
