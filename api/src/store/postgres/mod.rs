@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
-use sqlx::Row;
+use sqlx::{Connection, Row};
 
 use super::{hash32, millis, Completion, KeyRecord, NewClaim, StoreError, StoreResult};
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
@@ -156,6 +156,16 @@ const RELEASE: &str = concat!(
     "and state = 'in_progress' and owner_token_hash = $4"
 );
 
+/// A pooled connection idle at least this long is pinged before use.
+///
+/// sqlx pings every connection as it goes back to the pool, so one released
+/// a moment ago is known to be good; its default of pinging again on every
+/// acquire added a round trip to every statement (the benchmark's profile,
+/// issue 8). A connection that died while idle for less than this fails its
+/// statement, which answers 503 `unavailable` (retryable, never "new"), and
+/// sqlx then discards it.
+const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
+
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
@@ -174,6 +184,15 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(5))
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_IF_IDLE_FOR {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_lazy(url)
             .context("IDEMKEY_DATABASE_URL is not a valid Postgres URL")?;
         Ok(Self {
