@@ -55,6 +55,15 @@ impl ServerEnv {
             .env("IDEMKEY_SECRET", &self.effect_secret)
             .env("RUST_LOG", "info")
             .envs(self.extra.iter().map(|(k, v)| (k, v)));
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        // The server dies with the harness even when the harness is killed
+        // (kill_on_drop only covers an orderly exit).
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         cmd
     }
 
