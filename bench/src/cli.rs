@@ -21,6 +21,11 @@ pub struct Args {
     #[arg(long)]
     #[serde(skip)]
     pub list: bool,
+    /// Render the chart, table (and README section) again from a results
+    /// JSON file instead of running anything.
+    #[arg(long)]
+    #[serde(skip)]
+    pub render: Option<PathBuf>,
     /// Print the generated pgbench scripts and exit.
     #[arg(long)]
     #[serde(skip)]

@@ -17,13 +17,16 @@ fn main() -> anyhow::Result<()> {
         print!("{}", suite::list());
         return Ok(());
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
-        .enable_all()
-        .build()?;
     let out = args.out.clone();
     let report_readme = args.readme.clone();
-    let report = runtime.block_on(suite::run(args))?;
+    let report = match &args.render {
+        Some(json) => serde_json::from_str(&std::fs::read_to_string(json)?)?,
+        None => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.threads.max(1))
+            .enable_all()
+            .build()?
+            .block_on(suite::run(args))?,
+    };
     suite::write(&report, &out)?;
     if let Some(readme) = &report_readme {
         let doc = std::fs::read_to_string(readme)?;

@@ -120,7 +120,7 @@ pub async fn limit_db(ctx: &Ctx, which: DbLimit) -> anyhow::Result<Measurement> 
         DbLimit::Find => ("limit-db-find", "DB lookup: pgbench FIND"),
         DbLimit::Mixed => (
             "limit-db-mixed",
-            "DB limit: pgbench 80 % claim+complete / 20 % FIND",
+            "DB limit: pgbench 80/20 claim+complete / FIND",
         ),
     };
     let db = ctx.db(name).await?;

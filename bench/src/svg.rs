@@ -6,9 +6,9 @@ use std::fmt::Write;
 
 use crate::report::{Kind, Report};
 
-const WIDTH: f64 = 960.0;
-const LABEL_W: f64 = 280.0;
-const BAR_W: f64 = 560.0;
+const WIDTH: f64 = 1060.0;
+const LABEL_W: f64 = 330.0;
+const BAR_W: f64 = 520.0;
 const ROW: f64 = 24.0;
 
 fn esc(s: &str) -> String {
@@ -37,7 +37,7 @@ pub fn chart(report: &Report) -> String {
         .iter()
         .filter_map(|m| m.latency.map(|l| (m, l)))
         .collect();
-    let top_a = 60.0;
+    let top_a = 74.0;
     let top_b = top_a + rows.len() as f64 * ROW + 70.0;
     let height = top_b + lat_rows.len() as f64 * ROW + 60.0;
     let mut s = String::new();
@@ -62,20 +62,22 @@ pub fn chart(report: &Report) -> String {
         load
     );
 
-    // Throughput.
-    let max_tp = rows
+    // Throughput on a log axis (the HTTP limit is tens of times the rest).
+    let tp_lo = 100.0;
+    let tp_hi = rows
         .iter()
         .filter_map(|m| m.throughput)
-        .fold(1.0_f64, f64::max);
+        .fold(1000.0_f64, f64::max)
+        * 1.2;
     let _ = writeln!(
         s,
-        r#"<text x="10" y="{}" font-weight="bold">Throughput (operations or transactions per second; grey: limits)</text>"#,
-        top_a - 6.0
+        r#"<text x="10" y="{}" font-weight="bold">Throughput, operations or transactions per second (log scale; grey: limits)</text>"#,
+        top_a - 8.0
     );
     for (i, m) in rows.iter().enumerate() {
         let y = top_a + i as f64 * ROW;
         let tp = m.throughput.unwrap_or(0.0);
-        let w = (tp / max_tp * BAR_W).max(1.0);
+        let w = (log_position(tp, tp_lo, tp_hi) * BAR_W).max(1.0);
         let fill = if m.kind == Kind::Limit {
             "#9e9e9e"
         } else {
@@ -83,7 +85,7 @@ pub fn chart(report: &Report) -> String {
         };
         let ratio = m
             .ratio
-            .map_or(String::new(), |r| format!(" ({r:.2}× limit)"));
+            .map_or(String::new(), |r| format!(" ({r:.2}× its limit)"));
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{LABEL_W}" y="{}" width="{w:.1}" height="{}" fill="{fill}"/><text x="{:.1}" y="{}">{tp:.0}{}</text>"#,
