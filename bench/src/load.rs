@@ -38,6 +38,8 @@ pub struct LoadResult {
     /// CPU time this load generator used during the window (it shares the
     /// machine with the server and Postgres).
     pub generator_cpu: Option<Duration>,
+    /// CPU time of the Postgres backends serving the measurement's database.
+    pub db_cpu: Option<Duration>,
     pub machine_busy: Option<f64>,
 }
 
@@ -47,9 +49,17 @@ impl LoadResult {
     }
 
     pub fn cpu_us_per_op(&self) -> Option<f64> {
-        let cpu = self.server_cpu?;
-        (self.ops > 0).then(|| cpu.as_secs_f64() * 1e6 / self.ops as f64)
+        per_op(self.server_cpu?, self.ops)
     }
+
+    pub fn db_cpu_us_per_op(&self) -> Option<f64> {
+        per_op(self.db_cpu?, self.ops)
+    }
+}
+
+/// Microseconds of `cpu` per operation.
+pub fn per_op(cpu: Duration, ops: u64) -> Option<f64> {
+    (ops > 0).then(|| cpu.as_secs_f64() * 1e6 / ops as f64)
 }
 
 const WARMUP: u8 = 0;
@@ -63,10 +73,12 @@ struct Tally {
 }
 
 /// Runs one client per state in `states`; `op` takes the state and gives it
-/// back with the operation's result. `server_pid` is sampled for CPU time.
+/// back with the operation's result. `server_pid` and the backends of
+/// database `db` are sampled for CPU time.
 pub async fn closed_loop<S, F>(
     spec: LoadSpec,
     server_pid: Option<u32>,
+    db: Option<&str>,
     states: Vec<S>,
     op: F,
 ) -> LoadResult
@@ -117,6 +129,7 @@ where
     tokio::time::sleep(spec.warmup).await;
     let cpu0 = server_pid.and_then(|p| procfs::process_cpu(p).ok());
     let own0 = procfs::process_cpu(std::process::id()).ok();
+    let db0 = db.map(procfs::backends_cpu);
     let machine0 = procfs::machine_cpu();
     let started = Instant::now();
     phase.store(MEASURE, Ordering::Relaxed);
@@ -125,6 +138,7 @@ where
     let window = started.elapsed();
     let cpu1 = server_pid.and_then(|p| procfs::process_cpu(p).ok());
     let own1 = procfs::process_cpu(std::process::id()).ok();
+    let db1 = db.map(procfs::backends_cpu);
     let machine1 = procfs::machine_cpu();
     let mut total = Tally {
         ops: 0,
@@ -155,6 +169,7 @@ where
         window,
         server_cpu: cpu0.zip(cpu1).map(|(a, b)| b.saturating_sub(a)),
         generator_cpu: own0.zip(own1).map(|(a, b)| b.saturating_sub(a)),
+        db_cpu: db0.zip(db1).map(|(a, b)| b.saturating_sub(a)),
         machine_busy: machine0
             .zip(machine1)
             .and_then(|(a, b)| a.busy_share_until(b)),

@@ -69,8 +69,8 @@ async fn drive(
 ) -> anyhow::Result<(LoadResult, Option<f64>)> {
     let server = env.start(&db.url).await?;
     let run = steady::run(
-        server.addr,
-        server.pid,
+        &server,
+        &db.name,
         &ctx.token,
         mix,
         ctx.args.clients,
@@ -125,13 +125,14 @@ pub async fn limit_db(ctx: &Ctx, which: DbLimit) -> anyhow::Result<Measurement> 
     };
     let db = ctx.db(name).await?;
     let result = pgbench_limit(ctx, &db, which).await;
-    let (r, started) = finish(db, result).await?;
+    let r = finish(db, result).await?;
     let mut m = Measurement::new(name, title, Kind::Limit, ctx.args.clients);
     m.ops = Some(r.transactions);
     m.seconds = Some(ctx.args.measure().as_secs_f64());
     m.throughput = Some(r.tps);
     m.latency = Latency::of(&r.latency);
-    m.machine_busy = started;
+    m.machine_busy = r.machine_busy;
+    m.db_cpu_us_per_op = r.db_cpu_us_per_tx;
     if r.failed > 0 {
         m.errors
             .insert("pgbench failed transactions".into(), r.failed);
@@ -147,7 +148,7 @@ async fn pgbench_limit(
     ctx: &Ctx,
     db: &BenchDb,
     which: DbLimit,
-) -> anyhow::Result<(crate::pgbench::PgbenchResult, Option<f64>)> {
+) -> anyhow::Result<crate::pgbench::PgbenchResult> {
     ctx.env.migrate(&db.url).await?;
     let write = |file: &str, text: String| -> anyhow::Result<PathBuf> {
         let path = ctx.work_dir.join(file);
@@ -181,17 +182,13 @@ async fn pgbench_limit(
     let bench = Pgbench {
         binary: &ctx.args.pgbench,
         database_url: &db.url,
+        db_name: &db.name,
         scripts,
         clients: ctx.args.clients,
         defines,
         work_dir: &ctx.work_dir,
     };
-    let machine0 = crate::procfs::machine_cpu();
-    let r = bench.run(ctx.args.warmup(), ctx.args.measure()).await?;
-    let busy = machine0
-        .zip(crate::procfs::machine_cpu())
-        .and_then(|(a, b)| a.busy_share_until(b));
-    Ok((r, busy))
+    bench.run(ctx.args.warmup(), ctx.args.measure()).await
 }
 
 /// New keys on an empty table, or (growth) on one pre-filled with `rows`.

@@ -3,18 +3,21 @@
 //! latencies from its per-transaction log.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 use tokio::process::Command;
 
-use crate::hist;
+use crate::{hist, procfs};
 
 /// One pgbench invocation.
 pub struct Pgbench<'a> {
     pub binary: &'a str,
     pub database_url: &'a str,
+    /// The database's name, to find its backends' CPU time.
+    pub db_name: &'a str,
     /// Script files and their weights.
     pub scripts: Vec<(PathBuf, u32)>,
     pub clients: usize,
@@ -27,6 +30,19 @@ pub struct PgbenchResult {
     pub transactions: u64,
     pub failed: u64,
     pub latency: Histogram<u64>,
+    /// CPU of the database's backends per transaction, in microseconds.
+    pub db_cpu_us_per_tx: Option<f64>,
+    /// Share of the machine busy during the measured run.
+    pub machine_busy: Option<f64>,
+}
+
+/// CPU samples taken inside a pgbench run (its backends live only as long
+/// as the run, so the edges are trimmed: 1 s after the start, 0.5 s before
+/// the end).
+struct Inside {
+    seconds: f64,
+    db_cpu: Duration,
+    machine_busy: Option<f64>,
 }
 
 impl Pgbench<'_> {
@@ -39,7 +55,7 @@ impl Pgbench<'_> {
         let log_dir = self.work_dir.join("pgbench-log");
         let _ = std::fs::remove_dir_all(&log_dir);
         std::fs::create_dir_all(&log_dir)?;
-        let stdout = self.invoke(measure, Some(&log_dir)).await?;
+        let (stdout, inside) = self.invoke(measure, Some(&log_dir)).await?;
         let summary = parse_summary(&stdout)
             .with_context(|| format!("unexpected pgbench output:\n{stdout}"))?;
         let mut latency = hist::new_histogram();
@@ -48,15 +64,25 @@ impl Pgbench<'_> {
             read_log(&text, &mut latency);
         }
         let _ = std::fs::remove_dir_all(&log_dir);
+        let db_cpu_us_per_tx = inside.as_ref().and_then(|i| {
+            let txs = summary.tps * i.seconds;
+            (txs > 0.0).then(|| i.db_cpu.as_secs_f64() * 1e6 / txs)
+        });
         Ok(PgbenchResult {
             tps: summary.tps,
             transactions: summary.transactions,
             failed: summary.failed,
             latency,
+            db_cpu_us_per_tx,
+            machine_busy: inside.and_then(|i| i.machine_busy),
         })
     }
 
-    async fn invoke(&self, time: Duration, log_dir: Option<&Path>) -> anyhow::Result<String> {
+    async fn invoke(
+        &self,
+        time: Duration,
+        log_dir: Option<&Path>,
+    ) -> anyhow::Result<(String, Option<Inside>)> {
         let mut cmd = Command::new(self.binary);
         cmd.arg("--no-vacuum")
             .args(["--protocol", "prepared"])
@@ -71,11 +97,28 @@ impl Pgbench<'_> {
             cmd.arg("--log")
                 .arg(format!("--log-prefix={}", dir.join("pgbench").display()));
         }
-        cmd.args(&self.defines).arg(self.database_url);
-        let out = cmd
-            .output()
-            .await
+        cmd.args(&self.defines)
+            .arg(self.database_url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let child = cmd
+            .spawn()
             .with_context(|| format!("running {}", self.binary))?;
+        let sample = async {
+            let window = time.checked_sub(Duration::from_millis(1500))?;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let (db0, m0) = (procfs::backends_cpu(self.db_name), procfs::machine_cpu());
+            tokio::time::sleep(window).await;
+            let (db1, m1) = (procfs::backends_cpu(self.db_name), procfs::machine_cpu());
+            Some(Inside {
+                seconds: window.as_secs_f64(),
+                db_cpu: db1.saturating_sub(db0),
+                machine_busy: m0.zip(m1).and_then(|(a, b)| a.busy_share_until(b)),
+            })
+        };
+        let (out, inside) = tokio::join!(child.wait_with_output(), sample);
+        let out = out?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() {
             bail!(
@@ -84,7 +127,7 @@ impl Pgbench<'_> {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        Ok(stdout)
+        Ok((stdout, inside))
     }
 }
 

@@ -96,6 +96,30 @@ pub fn open_fds(pid: u32) -> anyhow::Result<usize> {
     Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))?.count())
 }
 
+/// Whether a process title (`/proc/PID/cmdline`, NULs as spaces) is a
+/// Postgres backend serving database `db` ("postgres: 15/main: user db
+/// host(port) state").
+pub fn is_backend_of(cmdline: &str, db: &str) -> bool {
+    cmdline.starts_with("postgres: ") && cmdline.split_whitespace().any(|w| w == db)
+}
+
+/// CPU time used so far by the Postgres backends serving database `db`
+/// (those alive now: connections that closed took their time with them).
+pub fn backends_cpu(db: &str) -> Duration {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Duration::ZERO;
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
+                let text = String::from_utf8_lossy(&raw).replace('\0', " ");
+                is_backend_of(&text, db)
+            })
+        })
+        .filter_map(|pid| process_cpu(pid).ok())
+        .sum()
+}
+
 pub fn machine_cpu() -> Option<CpuJiffies> {
     parse_machine_cpu(&std::fs::read_to_string("/proc/stat").ok()?)
 }
@@ -169,6 +193,21 @@ mod tests {
         let b = parse_machine_cpu("cpu  250 0 150 1400 200 0 0 0 0 0\n").unwrap();
         assert_eq!(a.busy_share_until(b), Some(200.0 / 1000.0));
         assert_eq!(b.busy_share_until(a), None);
+    }
+
+    #[test]
+    fn backends_are_recognised_by_their_database_word() {
+        let title = "postgres: 15/main: postgres idemkey_bench_1_new_keys 127.0.0.1(5000) idle";
+        assert!(is_backend_of(title, "idemkey_bench_1_new_keys"));
+        assert!(!is_backend_of(title, "idemkey_bench_1_new"));
+        assert!(!is_backend_of(
+            "postgres: 15/main: walwriter",
+            "walwriter_db"
+        ));
+        assert!(!is_backend_of(
+            "idemkey-bench idemkey_bench_1_new_keys",
+            "idemkey_bench_1_new_keys"
+        ));
     }
 
     #[test]

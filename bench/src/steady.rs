@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::http::Conn;
 use crate::load::{closed_loop, LoadResult, LoadSpec, OpResult};
+use crate::server::Server;
 use crate::workload::{self, NEW_OPERATION, REPLAY_OPERATION};
 
 #[derive(Debug, Clone, Copy)]
@@ -113,16 +114,18 @@ async fn healthz(c: &mut Client) -> OpResult {
     Ok(())
 }
 
-/// Connects `clients` clients to `addr` and drives `mix` through them.
+/// Connects `clients` clients to `server` and drives `mix` through them;
+/// `db` is the server's database (its backends' CPU is sampled).
 pub async fn run(
-    addr: SocketAddr,
-    server_pid: u32,
+    server: &Server,
+    db: &str,
     token: &str,
     mix: Mix,
     clients: usize,
     replay_keys: u64,
     spec: LoadSpec,
 ) -> anyhow::Result<LoadResult> {
+    let (addr, server_pid) = (server.addr, server.pid);
     let token: Arc<str> = token.into();
     let mut states = Vec::with_capacity(clients);
     for _ in 0..clients {
@@ -134,28 +137,30 @@ pub async fn run(
             replay_keys: replay_keys.max(1),
         });
     }
-    Ok(closed_loop(spec, Some(server_pid), states, move |mut c| {
-        Box::pin(async move {
-            let result = match mix {
-                Mix::NewKeys => new_key(&mut c).await,
-                Mix::Replays => replay(&mut c).await,
-                Mix::Mixed { new_percent } => {
-                    if c.rng.random_range(0..100) < new_percent {
-                        new_key(&mut c).await
-                    } else {
-                        replay(&mut c).await
+    Ok(
+        closed_loop(spec, Some(server_pid), Some(db), states, move |mut c| {
+            Box::pin(async move {
+                let result = match mix {
+                    Mix::NewKeys => new_key(&mut c).await,
+                    Mix::Replays => replay(&mut c).await,
+                    Mix::Mixed { new_percent } => {
+                        if c.rng.random_range(0..100) < new_percent {
+                            new_key(&mut c).await
+                        } else {
+                            replay(&mut c).await
+                        }
+                    }
+                    Mix::Healthz => healthz(&mut c).await,
+                };
+                if c.conn.is_closed() {
+                    // Counted as an error above; carry on with a new connection.
+                    if let Ok(conn) = Conn::connect(c.addr).await {
+                        c.conn = conn;
                     }
                 }
-                Mix::Healthz => healthz(&mut c).await,
-            };
-            if c.conn.is_closed() {
-                // Counted as an error above; carry on with a new connection.
-                if let Ok(conn) = Conn::connect(c.addr).await {
-                    c.conn = conn;
-                }
-            }
-            (c, result)
+                (c, result)
+            })
         })
-    })
-    .await)
+        .await,
+    )
 }
