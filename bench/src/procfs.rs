@@ -134,6 +134,9 @@ pub struct Machine {
     pub cpus: usize,
     pub cpu_model: String,
     pub memory_gib: f64,
+    /// Memory available when the run started (`free -h`'s "available").
+    #[serde(default)]
+    pub memory_available_gib: f64,
     pub kernel: String,
 }
 
@@ -145,6 +148,8 @@ impl Machine {
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
             cpu_model: cpu_model(&cpuinfo).unwrap_or_else(|| "unknown".into()),
             memory_gib: parse_kib_field(&meminfo, "MemTotal")
+                .map_or(0.0, |b| b as f64 / (1u64 << 30) as f64),
+            memory_available_gib: parse_kib_field(&meminfo, "MemAvailable")
                 .map_or(0.0, |b| b as f64 / (1u64 << 30) as f64),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_owned())

@@ -138,11 +138,12 @@ impl Report {
         let m = &self.machine;
         let _ = writeln!(
             s,
-            "Run {} on {} CPUs ({}), {:.1} GiB RAM, Linux {}; load average (1/5/15 min) just before the run: {} (the machine is shared); commit {}; {:.0} s wall.\n",
+            "Run {} on {} CPUs ({}), {:.1} GiB RAM ({:.1} GiB available), Linux {}; load average (1/5/15 min) just before the run: {} (the machine is shared); commit {}; {:.0} s wall.\n",
             self.date,
             m.cpus,
             m.cpu_model,
             m.memory_gib,
+            m.memory_available_gib,
             m.kernel,
             load(self.load_before),
             self.git_commit.as_deref().unwrap_or("?"),
@@ -259,6 +260,7 @@ mod tests {
                 cpus: 2,
                 cpu_model: "Test CPU".into(),
                 memory_gib: 23.4,
+                memory_available_gib: 20.0,
                 kernel: "6.1".into(),
             },
             load_before: Some([0.5, 0.6, 0.7]),

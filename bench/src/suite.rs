@@ -85,6 +85,7 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     );
     let started = Instant::now();
     let load_before = procfs::loadavg();
+    let machine = Machine::detect();
     let dropped = db::drop_leftovers(&args.postgres).await?;
     if dropped > 0 {
         eprintln!("dropped {dropped} idemkey_bench_* databases left by an earlier run");
@@ -160,7 +161,7 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     Ok(Report {
         date: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         git_commit: git_commit(),
-        machine: Machine::detect(),
+        machine,
         load_before,
         load_after: procfs::loadavg(),
         settings: serde_json::to_value(&args)?,
