@@ -74,8 +74,8 @@ async fn token_reads_its_secret_from_the_config_file_and_prints_only_the_jwt() {
         .expect("signed with the file's secret");
     assert_eq!(principal.tenant.as_str(), "acme");
     assert!(
-        !dir.join("data").exists(),
-        "no development secret was generated"
+        !dir.join("data/jwt-dev-secret").exists(),
+        "no development JWT secret was generated"
     );
 }
 
