@@ -1,8 +1,10 @@
 //! HTTP routes: thin handlers that extract, call the engine, and map the
-//! answer to HTTP. All JSON answers and problem documents are built here.
+//! answer to HTTP: `/v1/keys/…` (keys.rs) and `/v1/operation-classes/…`
+//! (classes.rs). All JSON answers and problem documents are built here.
 
 mod body;
 mod caller;
+mod classes;
 mod health;
 mod keys;
 pub mod view;
@@ -32,6 +34,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route("/complete", web::post().to(keys::complete))
                 .route("/release", web::post().to(keys::release))
                 .route("/heartbeat", web::post().to(keys::heartbeat)),
+        )
+        .service(
+            web::scope("/v1/operation-classes/{operation}")
+                .route("", web::get().to(classes::get))
+                .route("", web::put().to(classes::put))
+                .route("", web::delete().to(classes::delete)),
         );
 }
 
