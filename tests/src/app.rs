@@ -143,13 +143,7 @@ impl TestApp {
         let database_url = backend.fresh().await;
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
-        let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let app = Application::build(&config, listener, |_| {})
-            .await
-            .expect("server builds");
-        let address = format!("http://127.0.0.1:{}", app.port());
-        tokio::spawn(app.run_until_stopped());
+        let address = serve(&vars).await;
         let tenant = fresh_tenant();
         let token = token(&tenant, &[Role::Client, Role::Viewer]);
         Self {
@@ -158,6 +152,18 @@ impl TestApp {
             client: Client::new(),
             tenant,
             token,
+        }
+    }
+
+    /// Another server on this app's database (a second node), for the same
+    /// tenant and token.
+    pub async fn spawn_sibling(&self) -> Self {
+        Self {
+            address: serve(&test_vars(&self.database_url)).await,
+            database_url: self.database_url.clone(),
+            client: Client::new(),
+            tenant: self.tenant.clone(),
+            token: self.token.clone(),
         }
     }
 
@@ -312,6 +318,18 @@ impl TestApp {
     pub fn token_with(&self, roles: &[Role]) -> String {
         token(&self.tenant, roles)
     }
+}
+
+/// Starts a server in this process with `vars`; returns its base URL.
+async fn serve(vars: &HashMap<String, String>) -> String {
+    let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let app = Application::build(&config, listener, |_| {})
+        .await
+        .expect("server builds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    address
 }
 
 /// Percent-encodes a key for a path segment.

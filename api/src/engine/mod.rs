@@ -7,30 +7,35 @@
 //! alone.
 
 mod claim;
+mod classes;
 mod owner;
+mod policy_cache;
 mod recovery;
 
 pub use claim::{ClaimAnswer, ClaimRequest};
+pub use classes::OperationClass;
 pub use owner::OwnerCall;
+pub use policy_cache::POLICY_TTL;
 pub use recovery::MAX_STEPS;
 
-use crate::domain::{EffectSecret, OperationName, Policy, TenantId};
+use crate::domain::EffectSecret;
 use crate::store::Store;
+use policy_cache::PolicyCache;
 
 #[derive(Clone, Debug)]
 pub struct Engine {
     pub store: Store,
     pub secret: EffectSecret,
+    /// Operation-class policies recently read on this node (`Engine::policy`).
+    policies: PolicyCache,
 }
 
 impl Engine {
     pub fn new(store: Store, secret: EffectSecret) -> Self {
-        Self { store, secret }
-    }
-
-    /// The policy of an operation class. Every class uses the defaults until
-    /// per-class policies are stored.
-    pub async fn policy(&self, _tenant: &TenantId, _operation: &OperationName) -> Policy {
-        Policy::default()
+        Self {
+            store,
+            secret,
+            policies: PolicyCache::new(POLICY_TTL),
+        }
     }
 }

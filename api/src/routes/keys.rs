@@ -44,7 +44,7 @@ pub async fn claim(
     caller.require(OWNER_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
-    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let fingerprint = match (&body.request, &body.fingerprint) {
         (Some(request), None) => fingerprint_request(request.get(), &policy.fingerprint),
         (None, Some(hex)) => Fingerprint::parse_hex(hex),
@@ -156,7 +156,7 @@ pub async fn complete(
     caller.require(OWNER_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: CompleteBody = read_json(payload, OUTCOME_LIMIT).await?;
-    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let outcome = Outcome::parse(&body.outcome, policy.max_outcome_bytes).map_err(outcome_error)?;
     let call = OwnerCall {
         token: &body.owner_token,
@@ -181,7 +181,7 @@ pub async fn heartbeat(
     caller.require(OWNER_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: HeartbeatBody = read_json(payload, SMALL_LIMIT).await?;
-    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let lease = body
         .lease_ms
         .map(|ms| policy.lease_for(Some(ms)))

@@ -1,8 +1,10 @@
 //! HTTP routes: thin handlers that extract, call the engine, and map the
-//! answer to HTTP. All JSON answers and problem documents are built here.
+//! answer to HTTP: `/v1/keys/…` (keys.rs) and `/v1/operation-classes/…`
+//! (classes.rs). All JSON answers and problem documents are built here.
 
 mod body;
 mod caller;
+mod classes;
 mod health;
 mod keys;
 mod list;
@@ -38,7 +40,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route("/resolve", web::post().to(recovery::resolve))
                 .route("/steps/{step}", web::put().to(recovery::record_step)),
         )
-        .route("/v1/keys", web::get().to(list::list));
+        .route("/v1/keys", web::get().to(list::list))
+        .service(
+            web::scope("/v1/operation-classes/{operation}")
+                .route("", web::get().to(classes::get))
+                .route("", web::put().to(classes::put))
+                .route("", web::delete().to(classes::delete)),
+        );
 }
 
 pub use health::not_found;

@@ -110,7 +110,7 @@ pub async fn resolve(
     }
     match (body.outcome, body.release) {
         (Some(outcome), false) => {
-            let policy = state.engine.policy(&k.tenant, &k.operation).await;
+            let policy = state.engine.policy(&k.tenant, &k.operation).await?;
             let outcome =
                 Outcome::parse(&outcome, policy.max_outcome_bytes).map_err(outcome_error)?;
             let record = state.engine.resolve_complete(&k, &by, &outcome).await?;

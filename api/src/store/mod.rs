@@ -10,6 +10,7 @@
 //! and SQLite (the embedded default, one file in the data directory). The
 //! contract tests in `tests/tests/store_contract.rs` run against both.
 
+mod classes;
 mod postgres;
 mod record;
 mod sqlite;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use classes::StoredClass;
 pub use postgres::PgStore;
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,

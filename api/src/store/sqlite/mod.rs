@@ -187,6 +187,10 @@ impl SqliteStore {
         Ok(Self { pool })
     }
 
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     pub async fn migrate(&self) -> anyhow::Result<()> {
         MIGRATOR
             .run(&self.pool)
