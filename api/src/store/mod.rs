@@ -8,7 +8,8 @@
 //!
 //! Two backends keep the same contract: Postgres (the production authority)
 //! and SQLite (the embedded default, one file in the data directory). The
-//! contract tests in `tests/tests/store_contract.rs` run against both.
+//! end-to-end tests run one set of bodies against both
+//! (`idemkey_tests::on_every_backend!`).
 
 mod classes;
 mod postgres;
