@@ -11,8 +11,10 @@ psql -h 127.0.0.1 -U postgres -d postgres -Atqc \
   "select datname from pg_database where datname like 'idemkey\_test\_%'" |
   while read -r db; do dropdb -h 127.0.0.1 -U postgres --if-exists "$db"; done
 
-# ... and the SQLite files and scratch directories they left in the temp dir.
-rm -rf "${TMPDIR:-/tmp}"/idemkey-tests "${TMPDIR:-/tmp}"/idemkey-embedded-* "${TMPDIR:-/tmp}"/idemkey-cli-*
+# Tests keep SQLite files and scratch directories in the temp dir: give this
+# checkout its own, emptied at every run.
+export TMPDIR="$PWD/target/test-tmp"
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 
 cargo build --workspace --bins
 cargo test --workspace "$@"
