@@ -10,6 +10,7 @@
 //! and SQLite (the embedded default, one file in the data directory). The
 //! contract tests in `tests/tests/store_contract.rs` run against both.
 
+mod events;
 mod postgres;
 mod record;
 mod sqlite;
@@ -18,11 +19,12 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use postgres::PgStore;
 pub use record::{Completion, KeyRecord, NewClaim};
 pub use sqlite::SqliteStore;
 
-use crate::domain::{OwnerTokenHash, ScopedKey};
+use crate::domain::{KeyHash, OwnerTokenHash, ScopedKey};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -155,6 +157,16 @@ impl Store {
     /// Deletes an in-progress record owned by `owner`. True if it did.
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
         dispatch!(self, s => s.release(k, owner).await)
+    }
+
+    /// Tells the other nodes that the record of `h` is about to change (so
+    /// they drop what they cache of it). A no-op on SQLite, which has no
+    /// other nodes.
+    pub async fn announce(&self, h: KeyHash) -> StoreResult<()> {
+        match self {
+            Store::Postgres(s) => s.announce(h).await,
+            Store::Sqlite(_) => Ok(()),
+        }
     }
 }
 
