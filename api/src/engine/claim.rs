@@ -1,7 +1,8 @@
 //! Claim: take ownership of a key, or learn what became of it.
 //!
 //! 1. **In-process cache.** A completed key's outcome may be in this node's
-//!    cache: answer the replay (or `key_reused`) with no I/O at all.
+//!    cache: answer the replay (or `key_reused`) with no I/O at all. Checked
+//!    again before every later look.
 //! 2. **Look**, shared by every concurrent claim of the key on this node
 //!    (see `flight`): Redis for a completed outcome, else the atomic
 //!    `insert … on conflict do nothing`, else a read of the existing row as
@@ -91,9 +92,6 @@ impl Engine {
                 format!("lease_ms must be 1000-{}", e.max_ms),
             )
         })?;
-        if let Some(hit) = self.cache.local(k) {
-            return replay(hit, &req.fingerprint);
-        }
         let deadline = Instant::now() + policy.wait_for(req.wait_ms);
         // Subscribed before the first look, so no change after it is missed.
         let mut events = (deadline > Instant::now()).then(|| self.events.subscribe(k.hash()));
@@ -107,6 +105,11 @@ impl Engine {
         };
         let mut races = 0;
         while races < MAX_RACES {
+            // Before every look: a woken waiter often finds the outcome here,
+            // cached by the first of them to look.
+            if let Some(hit) = self.cache.local(k) {
+                return replay(hit, &req.fingerprint);
+            }
             let since = events.as_ref().map(|e| e.since());
             let seen = match self.look_shared(k, since, &claim).await {
                 Look::Final(outcome) => return replay(outcome, &req.fingerprint),
