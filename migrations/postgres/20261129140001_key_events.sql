@@ -13,8 +13,10 @@
 -- unambiguous.
 --
 -- Only changes a waiter or a cache cares about notify: a state change
--- (completed, quarantined, or rewritten after the window: `created_at`
--- changes then) and a delete (release). Heartbeats and takeovers do not.
+-- (completed, quarantined), a rewrite after the window (`created_at` changes
+-- then), a changed window (`expires_at`: only a renewal does that today, but
+-- an operator's fix-up by hand must not leave stale cached replays) and a
+-- delete (release). Heartbeats and takeovers do not.
 create function idempotency_key_event() returns trigger
 language plpgsql as $$
 declare
@@ -35,7 +37,9 @@ $$;
 create trigger idempotency_key_changed
     after update on idempotency_key
     for each row
-    when (old.state is distinct from new.state or old.created_at is distinct from new.created_at)
+    when (old.state is distinct from new.state
+          or old.created_at is distinct from new.created_at
+          or old.expires_at is distinct from new.expires_at)
     execute function idempotency_key_event();
 
 create trigger idempotency_key_deleted

@@ -257,3 +257,42 @@ async fn a_server_whose_redis_is_down_from_the_start_answers_from_the_database()
     fresh.assert(201, "claimed");
     assert_eq!(a.metrics().await.get("idemkey_redis_circuit_open"), 1.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_window_ended_in_the_database_evicts_the_cached_replay_on_every_node() {
+    // Arrange: two nodes without Redis, each holding the replay in its
+    // in-process layer.
+    let a = TestApp::spawn().await;
+    let b = TestApp::spawn_node(&a.database_url, |_| {})
+        .await
+        .as_tenant_of(&a);
+    let token = a.claim(OP, "k1", json!({"a": 1})).await.owner_token();
+    a.complete(OP, "k1", &token, json!({"status_code": 201}))
+        .await
+        .assert(200, "completed");
+    for node in [&a, &b] {
+        node.claim(OP, "k1", json!({"a": 1}))
+            .await
+            .assert(200, "completed");
+        node.claim(OP, "k1", json!({"a": 1})).await;
+        assert!(node.metrics().await.hits("local") >= 1.0);
+    }
+    let heard =
+        |m: idemkey_tests::app::Metrics| m.get("idemkey_key_events_total{source=\"postgres\"}");
+    let before = heard(b.metrics().await);
+
+    // Act: the window is ended in the database, not through the engine.
+    a.expire_window("k1").await;
+    for _ in 0..500 {
+        if heard(b.metrics().await) > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Assert: B dropped its copy when the database told it, so the key is
+    // new again there (a different request is not key reuse any more).
+    b.claim(OP, "k1", json!({"a": 2}))
+        .await
+        .assert(201, "claimed");
+}
