@@ -82,12 +82,13 @@ async fn open_cache(
         None => OutcomeCache::in_process(metrics),
         Some(url) => OutcomeCache::redis(url, &secret.deployment_tag(), metrics)?,
     };
-    let redis = match &cache {
-        OutcomeCache::Redis { shared, .. } => Some(shared.start().await),
-        OutcomeCache::InProcess(_) => None,
-    };
-    let url = config.redis_url.as_deref().map(redact);
-    tracing::info!(cache = cache.describe(), redis = ?url, reachable = ?redis, "cache ready");
+    match (&cache, &config.redis_url) {
+        (OutcomeCache::Redis { shared, .. }, Some(url)) => {
+            let reachable = shared.start().await;
+            tracing::info!(cache = cache.describe(), redis = %redact(url), reachable, "cache ready");
+        }
+        _ => tracing::info!(cache = cache.describe(), "cache ready"),
+    }
     Ok(cache)
 }
 
