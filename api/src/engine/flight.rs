@@ -66,11 +66,11 @@ impl<T: Clone + Send + Sync + 'static> Flights<T> {
     where
         F: Future<Output = T> + Send + 'static,
     {
-        let (flight, joined) = {
+        let (id, flight, joined) = {
             let mut running = self.running();
             let fresh = |r: &&Running<T>| since.is_none_or(|since| r.started >= since);
             match running.get(k).filter(fresh) {
-                Some(r) => (r.flight.clone(), true),
+                Some(r) => (r.id, r.flight.clone(), true),
                 None => {
                     let started = Instant::now();
                     let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -91,11 +91,18 @@ impl<T: Clone + Send + Sync + 'static> Flights<T> {
                         flight: flight.clone(),
                     };
                     running.insert(k.clone(), entry);
-                    (flight, false)
+                    (id, flight, false)
                 }
             }
         };
-        (flight.await, joined)
+        let seen = flight.await;
+        if seen.is_none() {
+            // The task died (a panic, or its runtime stopped) before it could
+            // remove its entry: do it, or every later claim would join a
+            // dead flight.
+            self.finish(k, id);
+        }
+        (seen, joined)
     }
 
     fn finish(&self, k: &ScopedKey, id: u64) {
@@ -171,5 +178,22 @@ mod tests {
         assert_eq!(old, (Some(1), false));
         assert_eq!(newer, (Some(2), false));
         assert_eq!(late, (Some(2), true));
+    }
+
+    #[tokio::test]
+    async fn a_look_that_panics_does_not_block_later_looks() {
+        let flights = Arc::new(Flights::<usize>::default());
+        let k = key();
+        let fail = true;
+        let failing = move || async move {
+            if fail {
+                panic!("the look failed");
+            }
+            0
+        };
+        let (first, _) = flights.run(&k, None, failing).await;
+        let (second, joined) = flights.run(&k, None, || async { 7 }).await;
+        assert_eq!(first, None);
+        assert_eq!((second, joined), (Some(7), false));
     }
 }
