@@ -71,6 +71,9 @@ impl Engine {
 
     #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn release(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Result<(), ApiError> {
+        // No `evict` first: release deletes only an in-progress record, and
+        // only completed outcomes are ever cached. Its key event still drops
+        // any in-process copy on every node.
         if self.counted("release").release(k, call.hash()).await? {
             self.changed(k);
             return Ok(());
