@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure the services the tests talk to are up: PostgreSQL on
-# 127.0.0.1:5432 (trust auth for the postgres user). Starts it when it is
-# installed but stopped, installs it from Debian's packages when missing, and
-# fails loudly when it still cannot be reached.
+# 127.0.0.1:5432 (trust auth for the postgres user) and Redis on
+# 127.0.0.1:6379. Starts each when it is installed but stopped, installs it
+# from Debian's packages when missing, and fails loudly when it still cannot
+# be reached.
 set -euo pipefail
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
@@ -26,3 +27,23 @@ if ! psql -h 127.0.0.1 -U postgres -d postgres -Atqc 'select 1' >/dev/null; then
   exit 1
 fi
 echo "services: PostgreSQL ready" >&2
+
+# Redis on 127.0.0.1:6379, a read cache only (nothing kept on disk). The
+# tests that stop and restart Redis start private servers on free ports with
+# the same binary, so redis-server must be installed even when 6379 answers.
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
+
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  echo "services: installing Redis" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+fi
+if ! redis_up; then
+  echo "services: starting Redis" >&2
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no >/dev/null
+  for _ in $(seq 1 50); do redis_up && break; sleep 0.1; done
+fi
+if ! redis_up; then
+  echo "services: Redis is not reachable at 127.0.0.1:6379" >&2
+  exit 1
+fi
+echo "services: Redis ready" >&2

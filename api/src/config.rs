@@ -27,6 +27,8 @@ pub struct Config {
     /// `postgres://…` or `sqlite://…`; by default a SQLite file in the data
     /// directory.
     pub database_url: String,
+    /// `redis://…`: Redis as a shared read cache of final outcomes, behind
+    /// the in-process one. `None`: the in-process cache alone.
     pub redis_url: Option<String>,
     pub archive_url: Option<String>,
     pub data_dir: PathBuf,
@@ -98,11 +100,22 @@ impl Config {
                     format!("IDEMKEY_WORKER_INTERVAL: expected a duration such as 30s, got {s:?}")
                 })?,
         };
+        let redis_url = var("IDEMKEY_REDIS_URL");
+        if let Some(url) = &redis_url {
+            let supported = ["redis://", "redis+unix://", "unix://"];
+            if !supported.iter().any(|scheme| url.starts_with(scheme)) {
+                bail!(
+                    "IDEMKEY_REDIS_URL: expected redis://[:password@]host[:port][/db] \
+                     (TLS is not supported in this build), got {:?}",
+                    crate::store::redact(url)
+                );
+            }
+        }
         Ok(Self {
             listen,
             database_url: var("IDEMKEY_DATABASE_URL")
                 .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idemkey.db").display())),
-            redis_url: var("IDEMKEY_REDIS_URL"),
+            redis_url,
             archive_url: var("IDEMKEY_ARCHIVE_URL"),
             jwt_issuer: var("IDEMKEY_JWT_ISSUER").unwrap_or_else(|| "idemkey".into()),
             jwt_audience: var("IDEMKEY_JWT_AUDIENCE").unwrap_or_else(|| "idemkey".into()),
@@ -212,6 +225,16 @@ mod tests {
         assert_eq!(c.worker_interval, Duration::from_secs(30));
         assert_eq!(c.jwt_secrets[0].0, "k1");
         assert_eq!(c.jwt_secrets.len(), 2);
+        assert_eq!(c.redis_url, None);
+        let c = config(&[
+            SECRETS,
+            EFFECT,
+            ("IDEMKEY_REDIS_URL", "redis://127.0.0.1:6379/2"),
+        ]);
+        assert_eq!(
+            c.unwrap().redis_url.as_deref(),
+            Some("redis://127.0.0.1:6379/2")
+        );
     }
 
     #[test]
@@ -223,6 +246,8 @@ mod tests {
             ("IDEMKEY_JWT_SECRETS", "k1"),
             ("IDEMKEY_JWT_SECRETS", "k1=short"),
             ("IDEMKEY_SECRET", "short"),
+            ("IDEMKEY_REDIS_URL", "rediss://cache.internal:6380"),
+            ("IDEMKEY_REDIS_URL", "127.0.0.1:6379"),
         ];
         for (name, value) in cases {
             let err = config(&[SECRETS, EFFECT, (name, value)]).unwrap_err();

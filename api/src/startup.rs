@@ -9,9 +9,11 @@ use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
 use crate::auth::Verifier;
+use crate::cache::OutcomeCache;
 use crate::config::Config;
 use crate::domain::EffectSecret;
 use crate::engine::Engine;
+use crate::metrics::Metrics;
 use crate::routes::{self, AppState};
 use crate::store::{redact, Store};
 
@@ -30,21 +32,18 @@ impl Application {
         mount: Mount,
     ) -> anyhow::Result<Self> {
         let store = open_store(config).await?;
-        for (name, value) in [
-            ("IDEMKEY_REDIS_URL", &config.redis_url),
-            ("IDEMKEY_ARCHIVE_URL", &config.archive_url),
-        ] {
-            if value.is_some() {
-                tracing::warn!(
-                    "{name} is set but this build has no cache or archive tier yet; ignoring it"
-                );
-            }
+        if config.archive_url.is_some() {
+            tracing::warn!(
+                "IDEMKEY_ARCHIVE_URL is set but this build has no archive tier yet; ignoring it"
+            );
         }
         let verifier = Arc::new(Verifier::new(&config.auth_settings())?);
-        let state = web::Data::new(AppState {
-            engine: Engine::new(store, EffectSecret::new(config.effect_secret.clone())),
-            verifier,
-        });
+        let secret = EffectSecret::new(config.effect_secret.clone());
+        let metrics = Arc::new(Metrics::new());
+        let cache = open_cache(config, &secret, metrics.clone()).await?;
+        let engine = Engine::new(store, secret, cache, metrics);
+        engine.listen_for_key_events();
+        let state = web::Data::new(AppState { engine, verifier });
         let addr = listener.local_addr()?;
         let port = addr.port();
         let server = HttpServer::new(move || {
@@ -70,6 +69,27 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// The outcome cache: in-process, with Redis behind it when configured.
+/// Redis being down at start-up is logged, not fatal: it is only a cache.
+async fn open_cache(
+    config: &Config,
+    secret: &EffectSecret,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<OutcomeCache> {
+    let cache = match &config.redis_url {
+        None => OutcomeCache::in_process(metrics),
+        Some(url) => OutcomeCache::redis(url, &secret.deployment_tag(), metrics)?,
+    };
+    match (&cache, &config.redis_url) {
+        (OutcomeCache::Redis { shared, .. }, Some(url)) => {
+            let reachable = shared.start().await;
+            tracing::info!(cache = cache.describe(), redis = %redact(url), reachable, "cache ready");
+        }
+        _ => tracing::info!(cache = cache.describe(), "cache ready"),
+    }
+    Ok(cache)
 }
 
 /// Connects to the configured database and brings its schema up to date.

@@ -140,7 +140,16 @@ impl TestApp {
         backend: Backend,
         adjust: impl FnOnce(&mut HashMap<String, String>),
     ) -> Self {
-        let database_url = backend.fresh().await;
+        Self::spawn_node(&backend.fresh().await, adjust).await
+    }
+
+    /// Another node: a server on an existing database (the tenant is fresh;
+    /// use `as_tenant_of` to act as another node's tenant).
+    pub async fn spawn_node(
+        database_url: &str,
+        adjust: impl FnOnce(&mut HashMap<String, String>),
+    ) -> Self {
+        let database_url = database_url.to_owned();
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
         let address = serve(&vars).await;
@@ -314,6 +323,27 @@ impl TestApp {
         .await;
     }
 
+    /// This server, acting for `other`'s tenant with `other`'s token.
+    pub fn as_tenant_of(mut self, other: &TestApp) -> Self {
+        self.tenant = other.tenant.clone();
+        self.token = other.token.clone();
+        self
+    }
+
+    /// The server's metrics as they are now.
+    pub async fn metrics(&self) -> Metrics {
+        let text = self
+            .client
+            .get(format!("{}/metrics", self.address))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        Metrics::parse(&text)
+    }
+
     /// A token for another role set of this app's tenant.
     pub fn token_with(&self, roles: &[Role]) -> String {
         token(&self.tenant, roles)
@@ -330,6 +360,46 @@ async fn serve(vars: &HashMap<String, String>) -> String {
     let address = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run_until_stopped());
     address
+}
+
+/// A snapshot of `/metrics`: each series (`name{labels}`) and its value.
+#[derive(Debug, Clone, Default)]
+pub struct Metrics(pub HashMap<String, f64>);
+
+impl Metrics {
+    pub fn parse(text: &str) -> Self {
+        Self(
+            text.lines()
+                .filter(|line| !line.starts_with('#') && !line.is_empty())
+                .filter_map(|line| {
+                    let (series, value) = line.rsplit_once(' ')?;
+                    Some((series.to_owned(), value.parse().ok()?))
+                })
+                .collect(),
+        )
+    }
+
+    /// One series, written as exposed (`idemkey_claim_waiters`,
+    /// `idemkey_cache_lookups_total{layer="local",result="hit"}`); 0 if absent.
+    pub fn get(&self, series: &str) -> f64 {
+        self.0.get(series).copied().unwrap_or(0.0)
+    }
+
+    /// Every statement sent to the database.
+    pub fn statements(&self) -> f64 {
+        self.0
+            .iter()
+            .filter(|(series, _)| series.starts_with("idemkey_store_statements_total"))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Cache hits of one layer (`local` or `redis`).
+    pub fn hits(&self, layer: &str) -> f64 {
+        self.get(&format!(
+            "idemkey_cache_lookups_total{{layer=\"{layer}\",result=\"hit\"}}"
+        ))
+    }
 }
 
 /// Percent-encodes a key for a path segment.

@@ -30,6 +30,16 @@ impl EffectSecret {
         format!("{}.{step}", self.effect_id(scoped))
     }
 
+    /// A short tag derived from the secret, naming this deployment in shared
+    /// infrastructure (its Redis keys). Every node of a deployment has the
+    /// same secret, so the same tag; two deployments pointed at one Redis by
+    /// mistake never read each other's outcomes.
+    pub fn deployment_tag(&self) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(b"deployment-tag\0");
+        hex::encode(&mac.finalize().into_bytes()[..6])
+    }
+
     fn derive(&self, purpose: &str, scoped: &ScopedKey) -> String {
         // Names never contain NUL (they are validated), so the encoding is
         // unambiguous.

@@ -41,6 +41,22 @@ pub async fn claim(
     path: KeyPath,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let answer = answer_claim(&state, caller, path, payload).await;
+    let word = match &answer {
+        Ok((word, _)) => word,
+        Err(e) => e.code(),
+    };
+    state.engine.metrics.claim_answered(word);
+    answer.map(|(_, response)| response)
+}
+
+/// The claim's answer and its `status` word.
+async fn answer_claim(
+    state: &AppState,
+    caller: Caller,
+    path: KeyPath,
+    payload: web::Payload,
+) -> Result<(&'static str, HttpResponse), ApiError> {
     caller.require(OWNER_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
@@ -66,7 +82,10 @@ pub async fn claim(
     Ok(match answer {
         ClaimAnswer::Claimed { record, token } => {
             let view = owned("claimed", &record, token.expose(), &effect_id, None, None);
-            json(StatusCode::CREATED, with_outcome(&view, None))
+            (
+                "claimed",
+                json(StatusCode::CREATED, with_outcome(&view, None)),
+            )
         }
         ClaimAnswer::Recovering {
             record,
@@ -87,21 +106,22 @@ pub async fn claim(
                 Some(previous),
                 Some(steps),
             );
-            json(StatusCode::OK, with_outcome(&view, None))
+            (
+                "recovering",
+                json(StatusCode::OK, with_outcome(&view, None)),
+            )
         }
-        ClaimAnswer::Completed { record } => {
+        ClaimAnswer::Completed { replay } => {
             let view = ReplayView {
                 status: "completed",
                 replayed: true,
-                attempt: record.attempt,
+                attempt: replay.attempt,
                 effect_id: &effect_id,
-                completed_at: record.completed_at.map(rfc3339),
-                expires_at: rfc3339(record.expires_at),
+                completed_at: Some(rfc3339(replay.completed_at)),
+                expires_at: rfc3339(replay.expires_at),
             };
-            json(
-                StatusCode::OK,
-                with_outcome(&view, record.outcome.as_deref()),
-            )
+            let body = with_outcome(&view, Some(&replay.outcome));
+            ("completed", json(StatusCode::OK, body))
         }
     })
 }

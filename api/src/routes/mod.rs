@@ -29,6 +29,7 @@ pub struct AppState {
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(health::healthz))
         .route("/readyz", web::get().to(health::readyz))
+        .route("/metrics", web::get().to(health::metrics))
         .service(
             web::scope("/v1/keys/{operation}/{key}")
                 .route("", web::get().to(keys::lookup))

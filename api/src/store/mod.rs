@@ -12,6 +12,7 @@
 //! (`idemkey_tests::on_every_backend!`).
 
 mod classes;
+mod events;
 mod postgres;
 mod record;
 mod sqlite;
@@ -21,13 +22,14 @@ use std::time::Duration;
 use thiserror::Error;
 
 pub use classes::StoredClass;
+pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use postgres::PgStore;
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,
 };
 pub use sqlite::SqliteStore;
 
-use crate::domain::{IdempotencyKey, OperationName, OwnerTokenHash, ScopedKey, TenantId};
+use crate::domain::{IdempotencyKey, KeyHash, OperationName, OwnerTokenHash, ScopedKey, TenantId};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -213,6 +215,16 @@ impl Store {
     /// Deletes an in-progress record owned by `owner`. True if it did.
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
         dispatch!(self, s => s.release(k, owner).await)
+    }
+
+    /// Tells the other nodes that the record of `h` is about to change (so
+    /// they drop what they cache of it). A no-op on SQLite, which has no
+    /// other nodes.
+    pub async fn announce(&self, h: KeyHash) -> StoreResult<()> {
+        match self {
+            Store::Postgres(s) => s.announce(h).await,
+            Store::Sqlite(_) => Ok(()),
+        }
     }
 }
 
