@@ -6,6 +6,7 @@ use std::net::TcpListener;
 use idemkey_api::auth::Role;
 use idemkey_api::config::Config;
 use idemkey_api::startup::Application;
+use idemkey_api::usage::Usage;
 use reqwest::{Client, Response};
 use serde_json::{json, Value};
 
@@ -19,6 +20,8 @@ pub struct TestApp {
     /// A fresh tenant and a client+viewer token for it.
     pub tenant: String,
     pub token: String,
+    /// The server's usage counts, to flush them when a test needs them stored.
+    pub usage: Usage,
 }
 
 /// An answer: status, headers we care about, and the body as text and JSON.
@@ -141,6 +144,19 @@ impl TestApp {
         adjust: impl FnOnce(&mut HashMap<String, String>),
     ) -> Self {
         let database_url = backend.fresh().await;
+        Self::spawn_on_database(database_url, adjust).await
+    }
+
+    /// A second server (another node) on this one's database, with a fresh
+    /// tenant of its own.
+    pub async fn spawn_beside(&self) -> Self {
+        Self::spawn_on_database(self.database_url.clone(), |_| {}).await
+    }
+
+    async fn spawn_on_database(
+        database_url: String,
+        adjust: impl FnOnce(&mut HashMap<String, String>),
+    ) -> Self {
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
         let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
@@ -149,6 +165,7 @@ impl TestApp {
             .await
             .expect("server builds");
         let address = format!("http://127.0.0.1:{}", app.port());
+        let usage = app.usage();
         tokio::spawn(app.run_until_stopped());
         let tenant = fresh_tenant();
         let token = token(&tenant, &[Role::Client, Role::Viewer]);
@@ -158,7 +175,13 @@ impl TestApp {
             client: Client::new(),
             tenant,
             token,
+            usage,
         }
+    }
+
+    /// Adds the server's pending usage counts to the database now.
+    pub async fn flush_usage(&self) {
+        self.usage.flush().await.expect("usage flush");
     }
 
     pub fn key_url(&self, operation: &str, key: &str) -> String {

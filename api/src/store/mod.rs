@@ -13,6 +13,7 @@
 mod postgres;
 mod record;
 mod sqlite;
+mod usage;
 
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,
 };
 pub use sqlite::SqliteStore;
+pub use usage::{HotCount, HotState, UsageBucket, UsageMinute};
 
 use crate::domain::{IdempotencyKey, OperationName, OwnerTokenHash, ScopedKey, TenantId};
 
