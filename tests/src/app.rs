@@ -161,7 +161,7 @@ impl TestApp {
         adjust(&mut vars);
         let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let app = Application::build(&config, listener, |_| {})
+        let app = Application::build(&config, listener, idemkey_web::mount)
             .await
             .expect("server builds");
         let address = format!("http://127.0.0.1:{}", app.port());
