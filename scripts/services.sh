@@ -2,7 +2,9 @@
 # Makes sure the services the tests talk to are up: PostgreSQL on
 # 127.0.0.1:5432 (trust auth for the postgres user). Starts it when it is
 # installed but stopped, installs it from Debian's packages when missing, and
-# fails loudly when it still cannot be reached.
+# fails loudly when it still cannot be reached. Also installs Debian's
+# Chromium and ChromeDriver for the dashboard's browser test when missing
+# (the test starts chromedriver itself, on a free port).
 set -euo pipefail
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
@@ -26,3 +28,9 @@ if ! psql -h 127.0.0.1 -U postgres -d postgres -Atqc 'select 1' >/dev/null; then
   exit 1
 fi
 echo "services: PostgreSQL ready" >&2
+
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "services: installing chromium and chromium-driver" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+echo "services: $(/usr/bin/chromedriver --version | head -n 1)" >&2

@@ -5,6 +5,7 @@
 //! (run them through `scripts/test.sh`, which starts what they need).
 
 pub mod app;
+pub mod browser;
 pub mod dashboard;
 pub mod db;
 pub mod process;

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 
 use crate::format;
 
-const WIDTH: f64 = 640.0;
-const HEIGHT: f64 = 200.0;
+const WIDTH: f64 = 900.0;
+const HEIGHT: f64 = 220.0;
 const LEFT: f64 = 44.0;
 const RIGHT: f64 = 8.0;
 const TOP: f64 = 10.0;
