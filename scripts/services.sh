@@ -3,7 +3,9 @@
 # 127.0.0.1:5432 (trust auth for the postgres user) and Redis on
 # 127.0.0.1:6379. Starts each when it is installed but stopped, installs it
 # from Debian's packages when missing, and fails loudly when it still cannot
-# be reached.
+# be reached. Also installs Debian's Chromium and ChromeDriver for the
+# dashboard's browser test when missing (the test starts chromedriver itself,
+# on a free port).
 set -euo pipefail
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
@@ -47,3 +49,9 @@ if ! redis_up; then
   exit 1
 fi
 echo "services: Redis ready" >&2
+
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "services: installing chromium and chromium-driver" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+echo "services: $(/usr/bin/chromedriver --version | head -n 1)" >&2

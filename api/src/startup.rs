@@ -16,6 +16,7 @@ use crate::engine::Engine;
 use crate::metrics::Metrics;
 use crate::routes::{self, AppState};
 use crate::store::{redact, Store};
+use crate::usage::{Usage, FLUSH_EVERY};
 
 /// Extra routes mounted beside the API (the dashboard).
 pub type Mount = fn(&mut web::ServiceConfig);
@@ -23,6 +24,8 @@ pub type Mount = fn(&mut web::ServiceConfig);
 pub struct Application {
     port: u16,
     server: Server,
+    usage: Usage,
+    flusher: tokio::task::JoinHandle<()>,
 }
 
 impl Application {
@@ -41,9 +44,15 @@ impl Application {
         let secret = EffectSecret::new(config.effect_secret.clone());
         let metrics = Arc::new(Metrics::new());
         let cache = open_cache(config, &secret, metrics.clone()).await?;
-        let engine = Engine::new(store, secret, cache, metrics);
+        let engine = Engine::new(store.clone(), secret, cache, metrics);
         engine.listen_for_key_events();
-        let state = web::Data::new(AppState { engine, verifier });
+        let usage = Usage::new(store);
+        let flusher = usage.spawn_flusher(FLUSH_EVERY);
+        let state = web::Data::new(AppState {
+            engine,
+            verifier,
+            usage: usage.clone(),
+        });
         let addr = listener.local_addr()?;
         let port = addr.port();
         let server = HttpServer::new(move || {
@@ -57,17 +66,31 @@ impl Application {
         .run();
         // Tests and scripts wait for this line to learn the bound port.
         tracing::info!(%addr, "idemkey listening");
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            usage,
+            flusher,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// This node's usage counts (tests flush them explicitly).
+    pub fn usage(&self) -> Usage {
+        self.usage.clone()
+    }
+
     /// Serves until a signal: SIGTERM stops accepting connections and lets
     /// in-flight requests finish (up to 30 s); SIGINT and SIGQUIT stop at once.
+    /// Pending usage counts are flushed once more after the server stops.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        self.flusher.abort();
+        self.usage.flush_logged().await;
+        served
     }
 }
 

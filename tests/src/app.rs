@@ -6,6 +6,7 @@ use std::net::TcpListener;
 use idemkey_api::auth::Role;
 use idemkey_api::config::Config;
 use idemkey_api::startup::Application;
+use idemkey_api::usage::Usage;
 use reqwest::{Client, Response};
 use serde_json::{json, Value};
 
@@ -19,6 +20,8 @@ pub struct TestApp {
     /// A fresh tenant and a client+viewer token for it.
     pub tenant: String,
     pub token: String,
+    /// The server's usage counts, to flush them when a test needs them stored.
+    pub usage: Usage,
 }
 
 /// An answer: status, headers we care about, and the body as text and JSON.
@@ -143,8 +146,8 @@ impl TestApp {
         Self::spawn_node(&backend.fresh().await, adjust).await
     }
 
-    /// Another node: a server on an existing database (the tenant is fresh;
-    /// use `as_tenant_of` to act as another node's tenant).
+    /// Another node: a server on an existing database, with a fresh tenant
+    /// (use `as_tenant_of` to act as another node's tenant).
     pub async fn spawn_node(
         database_url: &str,
         adjust: impl FnOnce(&mut HashMap<String, String>),
@@ -152,7 +155,7 @@ impl TestApp {
         let database_url = database_url.to_owned();
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
-        let address = serve(&vars).await;
+        let (address, usage) = serve(&vars).await;
         let tenant = fresh_tenant();
         let token = token(&tenant, &[Role::Client, Role::Viewer]);
         Self {
@@ -161,19 +164,27 @@ impl TestApp {
             client: Client::new(),
             tenant,
             token,
+            usage,
         }
     }
 
-    /// Another server on this app's database (a second node), for the same
-    /// tenant and token.
+    /// A second node on this one's database, with a fresh tenant of its own.
+    pub async fn spawn_beside(&self) -> Self {
+        Self::spawn_node(&self.database_url, |_| {}).await
+    }
+
+    /// A second node on this one's database, for the same tenant and token.
     pub async fn spawn_sibling(&self) -> Self {
         Self {
-            address: serve(&test_vars(&self.database_url)).await,
-            database_url: self.database_url.clone(),
-            client: Client::new(),
             tenant: self.tenant.clone(),
             token: self.token.clone(),
+            ..self.spawn_beside().await
         }
+    }
+
+    /// Adds the server's pending usage counts to the database now.
+    pub async fn flush_usage(&self) {
+        self.usage.flush().await.expect("usage flush");
     }
 
     pub fn key_url(&self, operation: &str, key: &str) -> String {
@@ -351,15 +362,16 @@ impl TestApp {
 }
 
 /// Starts a server in this process with `vars`; returns its base URL.
-async fn serve(vars: &HashMap<String, String>) -> String {
+async fn serve(vars: &HashMap<String, String>) -> (String, Usage) {
     let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let app = Application::build(&config, listener, |_| {})
+    let app = Application::build(&config, listener, idemkey_web::mount)
         .await
         .expect("server builds");
     let address = format!("http://127.0.0.1:{}", app.port());
+    let usage = app.usage();
     tokio::spawn(app.run_until_stopped());
-    address
+    (address, usage)
 }
 
 /// A snapshot of `/metrics`: each series (`name{labels}`) and its value.

@@ -6,7 +6,9 @@
 //! need).
 
 pub mod app;
+pub mod browser;
 pub mod classes;
+pub mod dashboard;
 pub mod db;
 pub mod process;
 pub mod redis;

@@ -9,6 +9,7 @@ pub mod names;
 pub mod outcome;
 pub mod owner;
 pub mod policy;
+pub mod usage;
 
 pub use claim::{decide, Decision, RecordState, Seen};
 pub use effect::EffectSecret;

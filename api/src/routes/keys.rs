@@ -16,6 +16,7 @@ use super::AppState;
 use crate::auth::Role;
 use crate::domain::fingerprint::{fingerprint_request, FingerprintError};
 use crate::domain::outcome::OutcomeError;
+use crate::domain::usage::UsageEvent;
 use crate::domain::{Fingerprint, Outcome, ScopedKey};
 use crate::engine::{ClaimAnswer, ClaimRequest, OwnerCall};
 use crate::error::ApiError;
@@ -77,7 +78,10 @@ async fn answer_claim(
         lease_ms: body.lease_ms,
         wait_ms: body.wait_ms,
     };
-    let answer = state.engine.claim(&k, &policy, &request).await?;
+    let started = std::time::Instant::now();
+    let answer = state.engine.claim(&k, &policy, &request).await;
+    state.usage.claim(&k, &answer, started.elapsed());
+    let answer = answer?;
     let effect_id = state.engine.secret.effect_id(&k);
     Ok(match answer {
         ClaimAnswer::Claimed { record, token } => {
@@ -238,6 +242,7 @@ pub async fn release(
         token: &body.owner_token,
     };
     state.engine.release(&k, &call).await?;
+    state.usage.count(&k, UsageEvent::Released);
     Ok(released())
 }
 

@@ -19,11 +19,14 @@ pub use caller::Caller;
 
 use crate::auth::Verifier;
 use crate::engine::Engine;
+use crate::usage::Usage;
 
 /// What every handler can reach.
 pub struct AppState {
     pub engine: Engine,
     pub verifier: Arc<Verifier>,
+    /// This node's usage counts, fed by the claim and release handlers.
+    pub usage: Usage,
 }
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -16,6 +16,7 @@ mod events;
 mod postgres;
 mod record;
 mod sqlite;
+mod usage;
 
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,
 };
 pub use sqlite::SqliteStore;
+pub use usage::{HotCount, HotState, UsageBucket, UsageMinute};
 
 use crate::domain::{IdempotencyKey, KeyHash, OperationName, OwnerTokenHash, ScopedKey, TenantId};
 

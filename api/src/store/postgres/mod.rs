@@ -66,6 +66,7 @@ macro_rules! live {
 }
 
 mod recovery;
+mod usage;
 
 const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \

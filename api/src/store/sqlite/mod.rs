@@ -71,6 +71,7 @@ macro_rules! live {
 }
 
 mod recovery;
+mod usage;
 
 // ?5 fingerprint, ?6 owner hash, ?7 lease ms, ?8 window ms, ?9 tier-after ms
 const INSERT_CLAIM: &str = concat!(
