@@ -11,6 +11,7 @@ pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod error;
+pub mod lease_watch;
 pub mod metrics;
 pub mod routes;
 pub mod startup;

@@ -38,6 +38,11 @@ pub struct Cause {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Kind {
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Source {
     pub source: &'static str,
 }
@@ -62,6 +67,9 @@ pub struct Metrics {
     pub waiter_wakeups: Family<Cause, Counter>,
     /// Key change events received, by where they came from.
     pub key_events: Family<Source, Counter>,
+    pub stuck_keys: Family<Kind, Gauge>,
+    pub stuck_oldest_age_seconds: Family<Kind, Gauge>,
+    pub lease_watch_quarantined: Counter,
 }
 
 impl Default for Metrics {
@@ -83,6 +91,9 @@ impl Metrics {
             claim_waiters: Gauge::default(),
             waiter_wakeups: Family::default(),
             key_events: Family::default(),
+            stuck_keys: Family::default(),
+            stuck_oldest_age_seconds: Family::default(),
+            lease_watch_quarantined: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -130,6 +141,21 @@ impl Metrics {
             "Key change events received, by source",
             m.key_events.clone(),
         );
+        registry.register(
+            "stuck_keys",
+            "Keys in progress, with an expired lease, or quarantined (lease watch; all tenants)",
+            m.stuck_keys.clone(),
+        );
+        registry.register(
+            "stuck_oldest_age_seconds",
+            "Age of the oldest key of each stuck kind (since its claim, lease end or quarantine)",
+            m.stuck_oldest_age_seconds.clone(),
+        );
+        registry.register(
+            "lease_watch_quarantined",
+            "Expired leases the lease watch quarantined under a quarantine policy",
+            m.lease_watch_quarantined.clone(),
+        );
         Self { registry, ..m }
     }
 
@@ -160,6 +186,15 @@ impl Metrics {
 
     pub fn key_event(&self, source: &'static str) {
         self.key_events.get_or_create(&Source { source }).inc();
+    }
+
+    /// What the lease watch counted (all tenants): how many keys of a kind
+    /// and how old the oldest is, in whole seconds.
+    pub fn stuck(&self, kind: &'static str, count: i64, oldest_age_seconds: i64) {
+        self.stuck_keys.get_or_create(&Kind { kind }).set(count);
+        self.stuck_oldest_age_seconds
+            .get_or_create(&Kind { kind })
+            .set(oldest_age_seconds);
     }
 
     /// Counts a waiting claim until the guard is dropped.

@@ -46,6 +46,10 @@ impl Application {
         let cache = open_cache(config, &secret, metrics.clone()).await?;
         let engine = Engine::new(store.clone(), secret, cache, metrics);
         engine.listen_for_key_events();
+        if config.workers {
+            crate::lease_watch::spawn(engine.clone(), config.worker_interval);
+            tracing::info!(every = ?config.worker_interval, "lease watch running");
+        }
         let usage = Usage::new(store);
         let flusher = usage.spawn_flusher(FLUSH_EVERY);
         let state = web::Data::new(AppState {

@@ -127,6 +127,23 @@ impl Engine {
         })
     }
 
+    /// Quarantines an expired lease still at `attempt` (the lease watch, for
+    /// classes whose policy forbids takeover). True if this call did it.
+    pub async fn quarantine_expired_lease(
+        &self,
+        k: &ScopedKey,
+        attempt: i32,
+    ) -> Result<bool, ApiError> {
+        let done = self
+            .counted("quarantine_expired")
+            .quarantine_expired(k, attempt)
+            .await?;
+        if done.is_some() {
+            self.changed(k);
+        }
+        Ok(done.is_some())
+    }
+
     pub async fn list(
         &self,
         tenant: &TenantId,

@@ -17,6 +17,7 @@ mod postgres;
 mod record;
 mod sqlite;
 mod usage;
+mod watch;
 
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ pub use record::{
 };
 pub use sqlite::SqliteStore;
 pub use usage::{HotCount, HotState, UsageBucket, UsageMinute};
+pub use watch::StuckCount;
 
 use crate::domain::{IdempotencyKey, KeyHash, OperationName, OwnerTokenHash, ScopedKey, TenantId};
 
