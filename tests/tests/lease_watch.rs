@@ -82,6 +82,20 @@ async fn stuck_keys_are_counted_and_quarantine_classes_are_quarantined(app: Test
     app.claim("charges.create", "c1", json!({"n": 1}))
         .await
         .assert(200, "recovering");
+
+    // Under the quarantine policy no claim ever owns p1 again; an admin's
+    // resolve decides, and replays return the chosen outcome.
+    app.claim("payouts.send", "p1", json!({"n": 1}))
+        .await
+        .assert(409, "quarantined");
+    let admin = app.token_with(&[idemkey_api::auth::Role::Admin]);
+    let outcome = json!({"status_code": 201, "body": {"payout": "po_found"}});
+    app.call_as(&admin, "payouts.send", "p1", "resolve", json!({"outcome": outcome}))
+        .await
+        .assert(200, "completed");
+    let replay = app.claim("payouts.send", "p1", json!({"n": 1})).await;
+    replay.assert(200, "completed");
+    assert_eq!(replay.json()["outcome"], outcome);
 }
 
 async fn stuck_keys_on(backend: idemkey_tests::db::Backend) {
