@@ -90,9 +90,15 @@ async fn stuck_keys_are_counted_and_quarantine_classes_are_quarantined(app: Test
         .assert(409, "quarantined");
     let admin = app.token_with(&[idemkey_api::auth::Role::Admin]);
     let outcome = json!({"status_code": 201, "body": {"payout": "po_found"}});
-    app.call_as(&admin, "payouts.send", "p1", "resolve", json!({"outcome": outcome}))
-        .await
-        .assert(200, "completed");
+    app.call_as(
+        &admin,
+        "payouts.send",
+        "p1",
+        "resolve",
+        json!({"outcome": outcome}),
+    )
+    .await
+    .assert(200, "completed");
     let replay = app.claim("payouts.send", "p1", json!({"n": 1})).await;
     replay.assert(200, "completed");
     assert_eq!(replay.json()["outcome"], outcome);
