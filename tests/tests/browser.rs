@@ -1,7 +1,7 @@
 //! The dashboard in a real headless Chromium (WebDriver through chromedriver,
 //! driven by fantoccini), with JavaScript irrelevant: sign in by pasting a
 //! token, watch the charts follow claims made through the API, open a stuck
-//! key and resolve it as an admin. Screenshots of every page land in
+//! key and resolve it as an admin, change a class's policy. Screenshots of every page land in
 //! `target/screenshots/` for a person to look at.
 
 use fantoccini::Locator;
@@ -35,12 +35,18 @@ async fn click_then(b: &Browser, target: Locator<'_>, css: &str) {
         .click()
         .await
         .expect("click");
-    b.client
-        .wait()
-        .at_most(std::time::Duration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css} after the click: {e}"));
+    // Poll rather than `wait().for_element`: a look made while the browser
+    // is still navigating fails ("aborted by navigation") instead of waiting.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match b.client.find(Locator::Css(css)).await {
+            Ok(_) => return,
+            Err(e) if std::time::Instant::now() > deadline => {
+                panic!("{css} after the click: {e}")
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
 }
 
 /// Makes `n` new claims of `OP` and replays each once.
@@ -199,21 +205,96 @@ async fn an_admin_signs_in_watches_claims_arrive_and_resolves_a_stuck_key() {
     .await;
     assert!(source(&browser).await.contains("emails.send"));
     browser.screenshot(&shots, "09-classes").await;
+
+    // Change a policy as admin: first a mistake, then a good one.
+    click_then(
+        &browser,
+        Locator::Css("a[href='/dashboard/classes/charges.create']"),
+        "#replay_window",
+    )
+    .await;
+    browser.screenshot(&shots, "10-class-policy-edit").await;
+    let lease = c.find(Locator::Css("#lease")).await.unwrap();
+    lease.clear().await.unwrap();
+    lease.send_keys("forever").await.unwrap();
+    click_then(
+        &browser,
+        Locator::XPath("//button[text()='Save policy']"),
+        "#lease-error",
+    )
+    .await;
+    let page = source(&browser).await;
+    assert!(page.contains("lease must be a duration"), "{page}");
+    browser.screenshot(&shots, "11-class-policy-error").await;
+    let lease = c.find(Locator::Css("#lease")).await.unwrap();
+    lease.clear().await.unwrap();
+    lease.send_keys("45s").await.unwrap();
+    let window = c.find(Locator::Css("#replay_window")).await.unwrap();
+    window.clear().await.unwrap();
+    window.send_keys("7d").await.unwrap();
+    c.find(Locator::Css("#on_lease_expiry option[value=quarantine]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.find(Locator::Css("#decimal_fields"))
+        .await
+        .unwrap()
+        .send_keys("/amount")
+        .await
+        .unwrap();
+    click_then(
+        &browser,
+        Locator::XPath("//button[text()='Save policy']"),
+        "p.notice",
+    )
+    .await;
+    assert_eq!(
+        path(&browser).await,
+        "/dashboard/classes?done=saved&operation=charges.create"
+    );
+    let page = source(&browser).await;
+    assert!(
+        page.contains("Saved the policy of charges.create") && page.contains("own policy"),
+        "{page}"
+    );
+    browser.screenshot(&shots, "12-classes-after-edit").await;
+    let policy = app.get_class(OP).await.json();
+    assert_eq!(
+        (
+            &policy["replay_window"],
+            &policy["lease"],
+            &policy["on_lease_expiry"],
+            &policy["fingerprint"]["decimal_fields"],
+        ),
+        (
+            &json!("7d"),
+            &json!("45s"),
+            &json!("quarantine"),
+            &json!(["/amount"])
+        ),
+    );
+
     click_then(&browser, Locator::LinkText("Storage"), ".stat").await;
     assert!(source(&browser).await.contains("not built yet"));
-    browser.screenshot(&shots, "10-storage").await;
+    browser.screenshot(&shots, "13-storage").await;
 
     // A phone-sized window.
     c.set_window_size(390, 1600).await.unwrap();
     c.goto(&format!("{}/dashboard", app.address)).await.unwrap();
-    browser.screenshot(&shots, "11-overview-phone").await;
+    browser.screenshot(&shots, "14-overview-phone").await;
     c.goto(&format!(
         "{}/dashboard/keys/charges.create/order-77",
         app.address
     ))
     .await
     .unwrap();
-    browser.screenshot(&shots, "12-key-phone").await;
+    browser.screenshot(&shots, "15-key-phone").await;
+    c.goto(&format!("{}/dashboard/classes/charges.create", app.address))
+        .await
+        .unwrap();
+    browser.screenshot(&shots, "16-class-policy-phone").await;
 
     // Sign out.
     click_then(

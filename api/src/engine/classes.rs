@@ -77,6 +77,22 @@ impl Engine {
         }
     }
 
+    /// Every class of the tenant with a stored policy, by name, read from
+    /// the store (the dashboard lists them beside the classes in use).
+    #[tracing::instrument(skip_all, fields(tenant = %t))]
+    pub async fn stored_operation_classes(
+        &self,
+        t: &TenantId,
+    ) -> Result<Vec<(OperationName, OperationClass)>, ApiError> {
+        let mut classes = Vec::new();
+        for (name, stored) in self.store.list_classes(t).await? {
+            let op = OperationName::parse(&name)
+                .map_err(|_| StoreError::Corrupt(format!("operation_class.operation {name:?}")))?;
+            classes.push((op, OperationClass::stored(stored)?));
+        }
+        Ok(classes)
+    }
+
     /// Sets the whole policy of a class. Records already written keep their
     /// window and tiering time; only new records use the new policy.
     #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]

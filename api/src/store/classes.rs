@@ -45,6 +45,14 @@ impl Store {
         }
     }
 
+    /// Every class of the tenant with a stored policy, by operation name.
+    pub async fn list_classes(&self, t: &TenantId) -> StoreResult<Vec<(String, StoredClass)>> {
+        match self {
+            Store::Postgres(s) => s.list_classes(t).await,
+            Store::Sqlite(s) => s.list_classes(t).await,
+        }
+    }
+
     /// Removes the class's policy. True if there was one.
     pub async fn delete_class(&self, t: &TenantId, op: &OperationName) -> StoreResult<bool> {
         match self {
@@ -63,6 +71,9 @@ const PG_PUT: &str =
      on conflict on constraint operation_class_pkey \
        do update set policy = excluded.policy, updated_at = now() \
      returning policy, created_at, updated_at";
+
+const PG_LIST: &str = "select operation, policy, created_at, updated_at from operation_class \
+     where tenant = $1 order by operation";
 
 const PG_DELETE: &str = "delete from operation_class where tenant = $1 and operation = $2";
 
@@ -86,6 +97,26 @@ impl PgStore {
             })
         })
         .transpose()
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %t))]
+    pub async fn list_classes(&self, t: &TenantId) -> StoreResult<Vec<(String, StoredClass)>> {
+        let rows = sqlx::query(PG_LIST)
+            .bind(t.as_str())
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("operation")?,
+                    StoredClass {
+                        policy_json: row.try_get("policy")?,
+                        created_at: row.try_get("created_at")?,
+                        updated_at: row.try_get("updated_at")?,
+                    },
+                ))
+            })
+            .collect()
     }
 
     #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]
@@ -129,6 +160,9 @@ const SQLITE_PUT: &str =
      on conflict (tenant, operation) do update set policy = excluded.policy, updated_at = ?4 \
      returning policy, created_at, updated_at";
 
+const SQLITE_LIST: &str = "select operation, policy, created_at, updated_at from operation_class \
+     where tenant = ?1 order by operation";
+
 const SQLITE_DELETE: &str = "delete from operation_class where tenant = ?1 and operation = ?2";
 
 impl SqliteStore {
@@ -144,6 +178,17 @@ impl SqliteStore {
             .fetch_optional(self.pool())
             .await?;
         row.map(|row| sqlite_class(&row)).transpose()
+    }
+
+    #[tracing::instrument(skip_all, fields(tenant = %t))]
+    pub async fn list_classes(&self, t: &TenantId) -> StoreResult<Vec<(String, StoredClass)>> {
+        let rows = sqlx::query(SQLITE_LIST)
+            .bind(t.as_str())
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("operation")?, sqlite_class(row)?)))
+            .collect()
     }
 
     #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]

@@ -4,6 +4,7 @@
 //! out.
 
 mod chart;
+mod class_policy;
 mod classes;
 mod keys;
 mod overview;
@@ -32,6 +33,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(resolve::submit)),
         )
         .route("/classes", web::get().to(classes::page))
+        .route("/classes", web::post().to(class_policy::create))
+        // Before `{operation}`: `_` cannot start an operation name.
+        .route("/classes/_new", web::get().to(class_policy::new))
+        .route("/classes/{operation}", web::get().to(class_policy::edit))
+        .route("/classes/{operation}", web::post().to(class_policy::submit))
         .route("/storage", web::get().to(storage::page));
 }
 
