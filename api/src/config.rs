@@ -30,6 +30,9 @@ pub struct Config {
     /// `redis://…`: Redis as a shared read cache of final outcomes, behind
     /// the in-process one. `None`: the in-process cache alone.
     pub redis_url: Option<String>,
+    /// `IDEMKEY_CACHE`: `on` (default) or `off` — no outcome cache at all,
+    /// for measuring what it saves.
+    pub cache: bool,
     pub archive_url: Option<String>,
     pub data_dir: PathBuf,
     pub jwt_issuer: String,
@@ -87,6 +90,11 @@ impl Config {
             Some(s) => s.into_bytes(),
             None => stored_secret(&data_dir, "effect-secret")?,
         };
+        let cache = match var("IDEMKEY_CACHE").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => bail!("IDEMKEY_CACHE: expected on or off, got {other:?}"),
+        };
         let workers = match var("IDEMKEY_WORKERS").as_deref() {
             None | Some("on") => true,
             Some("off") => false,
@@ -116,6 +124,7 @@ impl Config {
             database_url: var("IDEMKEY_DATABASE_URL")
                 .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idemkey.db").display())),
             redis_url,
+            cache,
             archive_url: var("IDEMKEY_ARCHIVE_URL"),
             jwt_issuer: var("IDEMKEY_JWT_ISSUER").unwrap_or_else(|| "idemkey".into()),
             jwt_audience: var("IDEMKEY_JWT_AUDIENCE").unwrap_or_else(|| "idemkey".into()),
@@ -242,6 +251,7 @@ mod tests {
         let cases = [
             ("IDEMKEY_LISTEN", "nonsense"),
             ("IDEMKEY_WORKERS", "maybe"),
+            ("IDEMKEY_CACHE", "maybe"),
             ("IDEMKEY_WORKER_INTERVAL", "soon"),
             ("IDEMKEY_JWT_SECRETS", "k1"),
             ("IDEMKEY_JWT_SECRETS", "k1=short"),

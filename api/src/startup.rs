@@ -105,11 +105,12 @@ async fn open_cache(
     secret: &EffectSecret,
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<OutcomeCache> {
-    let cache = match &config.redis_url {
-        None => OutcomeCache::in_process(metrics),
-        Some(url) => OutcomeCache::redis(url, &secret.deployment_tag(), metrics)?,
+    let cache = match (&config.redis_url, config.cache) {
+        (_, false) => OutcomeCache::off(metrics),
+        (None, true) => OutcomeCache::in_process(metrics),
+        (Some(url), true) => OutcomeCache::redis(url, &secret.deployment_tag(), metrics)?,
     };
-    match (&cache, &config.redis_url) {
+    match (&cache, &config.redis_url.as_ref().filter(|_| config.cache)) {
         (OutcomeCache::Redis { shared, .. }, Some(url)) => {
             let reachable = shared.start().await;
             tracing::info!(cache = cache.describe(), redis = %redact(url), reachable, "cache ready");

@@ -25,6 +25,9 @@ pub const DEFAULT_CAPACITY_BYTES: u64 = 64 * 1024 * 1024;
 pub struct LocalCache {
     entries: Cache<KeyHash, Arc<Entry>>,
     metrics: Arc<Metrics>,
+    /// False when the operator switched the cache off (`IDEMKEY_CACHE=off`):
+    /// nothing is kept and every lookup is a miss.
+    enabled: bool,
 }
 
 struct Entry {
@@ -61,10 +64,30 @@ impl LocalCache {
             })
             .expire_after(UntilItsDeadline)
             .build();
-        Self { entries, metrics }
+        Self {
+            entries,
+            metrics,
+            enabled: true,
+        }
+    }
+
+    /// A layer that keeps nothing (`IDEMKEY_CACHE=off`, for measuring what
+    /// the cache saves).
+    pub fn disabled(metrics: Arc<Metrics>) -> Self {
+        Self {
+            enabled: false,
+            ..Self::new(0, metrics)
+        }
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
     }
 
     pub fn get(&self, k: &ScopedKey) -> Option<Arc<FinalOutcome>> {
+        if !self.enabled {
+            return None;
+        }
         let hit = self
             .entries
             .get(&k.hash())
@@ -75,7 +98,7 @@ impl LocalCache {
     }
 
     pub fn put(&self, k: &ScopedKey, outcome: Arc<FinalOutcome>, ttl: Duration) {
-        if ttl.is_zero() {
+        if ttl.is_zero() || !self.enabled {
             return;
         }
         let entry = Entry {

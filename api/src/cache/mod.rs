@@ -111,6 +111,13 @@ impl OutcomeCache {
         Self::InProcess(LocalCache::new(local::DEFAULT_CAPACITY_BYTES, metrics))
     }
 
+    /// No cache at all (`IDEMKEY_CACHE=off`): every replay reads the
+    /// database. For measuring what the cache saves; never needed for
+    /// correctness either way.
+    pub fn off(metrics: Arc<Metrics>) -> Self {
+        Self::InProcess(LocalCache::disabled(metrics))
+    }
+
     /// Redis at `url` behind an in-process layer. Redis is not contacted
     /// here: a Redis that is down at start-up only means misses until it is
     /// back.
@@ -124,6 +131,7 @@ impl OutcomeCache {
     /// What the start-up log line says.
     pub fn describe(&self) -> &'static str {
         match self {
+            Self::InProcess(local) if !local.is_enabled() => "off",
             Self::InProcess(_) => "in-process",
             Self::Redis { .. } => "in-process + redis",
         }
