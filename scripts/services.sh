@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Makes sure the services the tests talk to are up: PostgreSQL on
-# 127.0.0.1:5432 (trust auth for the postgres user) and Redis on
-# 127.0.0.1:6379. Starts each when it is installed but stopped, installs it
-# from Debian's packages when missing, and fails loudly when it still cannot
-# be reached. Also installs Debian's Chromium and ChromeDriver for the
+# 127.0.0.1:5432 (trust auth for the postgres user), Redis on
+# 127.0.0.1:6379 and Garage, an S3-compatible store, on 127.0.0.1:3900
+# (scripts/garage.sh; built once into a cached tools directory). Starts
+# each when it is installed but stopped, installs it when missing (Garage
+# from crates.io, the others from Debian's packages), and fails loudly when
+# it still cannot be reached. Also installs Debian's Chromium and ChromeDriver for the
 # dashboard's browser test when missing (the test starts chromedriver itself,
 # on a free port).
 set -euo pipefail
@@ -49,6 +51,13 @@ if ! redis_up; then
   exit 1
 fi
 echo "services: Redis ready" >&2
+
+# Garage for the archive's tests: the shared node, its bucket and key; the
+# AWS variables for it land in ~/.cache/idemkey-tools/garage/env.
+if ! command -v curl >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+fi
+bash "$(dirname "$0")/garage.sh"
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   echo "services: installing chromium and chromium-driver" >&2

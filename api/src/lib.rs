@@ -1,9 +1,11 @@
 //! idemkey's API server: configuration, domain, storage and HTTP routes.
 //!
 //! Layers point one way: `routes` (HTTP) → `engine` (the protocol's loops) →
-//! `store` (every SQL statement), `cache` (copies of final outcomes) and
-//! `domain` (pure types and decisions).
+//! `store` (every SQL statement), `cache` (copies of final outcomes),
+//! `archive` (segments of tiered outcomes) and `domain` (pure types and
+//! decisions).
 
+pub mod archive;
 pub mod auth;
 pub mod cache;
 pub mod cli;

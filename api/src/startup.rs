@@ -8,6 +8,7 @@ use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
+use crate::archive::Archive;
 use crate::auth::Verifier;
 use crate::cache::OutcomeCache;
 use crate::config::Config;
@@ -35,16 +36,12 @@ impl Application {
         mount: Mount,
     ) -> anyhow::Result<Self> {
         let store = open_store(config).await?;
-        if config.archive_url.is_some() {
-            tracing::warn!(
-                "IDEMKEY_ARCHIVE_URL is set but this build has no archive tier yet; ignoring it"
-            );
-        }
+        let archive = open_archive(config).await?;
         let verifier = Arc::new(Verifier::new(&config.auth_settings())?);
         let secret = EffectSecret::new(config.effect_secret.clone());
         let metrics = Arc::new(Metrics::new());
         let cache = open_cache(config, &secret, metrics.clone()).await?;
-        let engine = Engine::new(store.clone(), secret, cache, metrics);
+        let engine = Engine::new(store.clone(), secret, cache, archive, metrics);
         engine.listen_for_key_events();
         if config.workers {
             crate::lease_watch::spawn(engine.clone(), config.worker_interval);
@@ -118,6 +115,22 @@ async fn open_cache(
         _ => tracing::info!(cache = cache.describe(), "cache ready"),
     }
     Ok(cache)
+}
+
+/// The archive of tiered outcomes. An object store that cannot be reached
+/// at start-up is logged, not fatal: only reads of tiered keys need it, and
+/// they answer 503 until it is back.
+async fn open_archive(config: &Config) -> anyhow::Result<Archive> {
+    let archive = Archive::open(&config.archive).await?;
+    match archive.check().await {
+        Ok(()) => tracing::info!(archive = %archive.describe(), "archive ready"),
+        Err(e) => tracing::warn!(
+            archive = %archive.describe(),
+            error = %e,
+            "archive not reachable; reads of tiered keys will answer 503 until it is"
+        ),
+    }
+    Ok(archive)
 }
 
 /// Connects to the configured database and brings its schema up to date.

@@ -1,7 +1,7 @@
 //! Support for idemkey's end-to-end tests: a real server on a real port, a
 //! fresh Postgres database per test, and tokens for fresh tenants.
 //!
-//! Nothing here is mocked. If Postgres or Redis is not reachable the tests
+//! Nothing here is mocked. If Postgres, Redis or Garage is not reachable the tests
 //! fail loudly (run them through `scripts/test.sh`, which starts what they
 //! need).
 
@@ -10,6 +10,7 @@ pub mod browser;
 pub mod classes;
 pub mod dashboard;
 pub mod db;
+pub mod garage;
 pub mod process;
 pub mod redis;
 pub mod tokens;

@@ -27,6 +27,7 @@ pub use owner::OwnerCall;
 pub use policy_cache::POLICY_TTL;
 pub use recovery::MAX_STEPS;
 
+use crate::archive::Archive;
 use crate::cache::{CacheUnavailable, OutcomeCache};
 use crate::domain::{EffectSecret, ScopedKey};
 use crate::metrics::Metrics;
@@ -41,6 +42,9 @@ pub struct Engine {
     pub store: Store,
     pub secret: EffectSecret,
     pub cache: OutcomeCache,
+    /// Where tiered outcomes live. Not read by requests yet: the tiering
+    /// worker and routing-entry reads will use it.
+    pub archive: Archive,
     pub metrics: Arc<Metrics>,
     /// Operation-class policies recently read on this node (`Engine::policy`).
     policies: PolicyCache,
@@ -55,12 +59,14 @@ impl Engine {
         store: Store,
         secret: EffectSecret,
         cache: OutcomeCache,
+        archive: Archive,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             store,
             secret,
             cache,
+            archive,
             metrics,
             policies: PolicyCache::new(POLICY_TTL),
             events: Arc::default(),
