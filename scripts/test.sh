@@ -6,10 +6,16 @@ cd "$(dirname "$0")/.."
 
 bash scripts/services.sh
 
-# Each test creates its own database; drop the ones earlier runs left behind.
+# Each test creates its own database; drop the ones earlier runs left behind
+# (one still in use by a concurrent run is left alone).
 psql -h 127.0.0.1 -U postgres -d postgres -Atqc \
   "select datname from pg_database where datname like 'idemkey\_test\_%'" |
-  while read -r db; do dropdb -h 127.0.0.1 -U postgres --if-exists "$db"; done
+  while read -r db; do dropdb -h 127.0.0.1 -U postgres --if-exists "$db" 2>/dev/null || true; done
+
+# Tests keep SQLite files and scratch directories in the temp dir: give this
+# checkout its own, emptied at every run.
+export TMPDIR="$PWD/target/test-tmp"
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 
 cargo build --workspace --bins
 cargo test --workspace "$@"

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use rand::RngCore;
 
+use crate::archive::ArchiveLocation;
 use crate::auth::{AuthSettings, MIN_HS256_SECRET_BYTES};
 use crate::domain::duration::parse_duration;
 
@@ -27,8 +28,16 @@ pub struct Config {
     /// `postgres://…` or `sqlite://…`; by default a SQLite file in the data
     /// directory.
     pub database_url: String,
+    /// `redis://…`: Redis as a shared read cache of final outcomes, behind
+    /// the in-process one. `None`: the in-process cache alone.
     pub redis_url: Option<String>,
-    pub archive_url: Option<String>,
+    /// `IDEMKEY_CACHE`: `on` (default) or `off` — no outcome cache at all,
+    /// for measuring what it saves.
+    pub cache: bool,
+    /// Where tiered outcomes go: `IDEMKEY_ARCHIVE_URL` (`s3://bucket/prefix`
+    /// with the AWS variables, or `file:///path`); by default the
+    /// `archive` directory in the data directory.
+    pub archive: ArchiveLocation,
     pub data_dir: PathBuf,
     pub jwt_issuer: String,
     pub jwt_audience: String,
@@ -85,6 +94,11 @@ impl Config {
             Some(s) => s.into_bytes(),
             None => stored_secret(&data_dir, "effect-secret")?,
         };
+        let cache = match var("IDEMKEY_CACHE").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => bail!("IDEMKEY_CACHE: expected on or off, got {other:?}"),
+        };
         let workers = match var("IDEMKEY_WORKERS").as_deref() {
             None | Some("on") => true,
             Some("off") => false,
@@ -98,12 +112,25 @@ impl Config {
                     format!("IDEMKEY_WORKER_INTERVAL: expected a duration such as 30s, got {s:?}")
                 })?,
         };
+        let redis_url = var("IDEMKEY_REDIS_URL");
+        if let Some(url) = &redis_url {
+            let supported = ["redis://", "redis+unix://", "unix://"];
+            if !supported.iter().any(|scheme| url.starts_with(scheme)) {
+                bail!(
+                    "IDEMKEY_REDIS_URL: expected redis://[:password@]host[:port][/db] \
+                     (TLS is not supported in this build), got {:?}",
+                    crate::store::redact(url)
+                );
+            }
+        }
+        let archive = ArchiveLocation::from_vars(&var, &data_dir)?;
         Ok(Self {
             listen,
             database_url: var("IDEMKEY_DATABASE_URL")
                 .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idemkey.db").display())),
-            redis_url: var("IDEMKEY_REDIS_URL"),
-            archive_url: var("IDEMKEY_ARCHIVE_URL"),
+            redis_url,
+            cache,
+            archive,
             jwt_issuer: var("IDEMKEY_JWT_ISSUER").unwrap_or_else(|| "idemkey".into()),
             jwt_audience: var("IDEMKEY_JWT_AUDIENCE").unwrap_or_else(|| "idemkey".into()),
             jwt_secrets,
@@ -212,6 +239,20 @@ mod tests {
         assert_eq!(c.worker_interval, Duration::from_secs(30));
         assert_eq!(c.jwt_secrets[0].0, "k1");
         assert_eq!(c.jwt_secrets.len(), 2);
+        assert_eq!(c.redis_url, None);
+        assert_eq!(
+            c.archive,
+            ArchiveLocation::LocalDir(PathBuf::from("./data/archive"))
+        );
+        let c = config(&[
+            SECRETS,
+            EFFECT,
+            ("IDEMKEY_REDIS_URL", "redis://127.0.0.1:6379/2"),
+        ]);
+        assert_eq!(
+            c.unwrap().redis_url.as_deref(),
+            Some("redis://127.0.0.1:6379/2")
+        );
     }
 
     #[test]
@@ -219,15 +260,85 @@ mod tests {
         let cases = [
             ("IDEMKEY_LISTEN", "nonsense"),
             ("IDEMKEY_WORKERS", "maybe"),
+            ("IDEMKEY_CACHE", "maybe"),
             ("IDEMKEY_WORKER_INTERVAL", "soon"),
             ("IDEMKEY_JWT_SECRETS", "k1"),
             ("IDEMKEY_JWT_SECRETS", "k1=short"),
             ("IDEMKEY_SECRET", "short"),
+            ("IDEMKEY_REDIS_URL", "rediss://cache.internal:6380"),
+            ("IDEMKEY_REDIS_URL", "127.0.0.1:6379"),
+            ("IDEMKEY_ARCHIVE_URL", "https://s3.amazonaws.com/bucket"),
+            ("IDEMKEY_ARCHIVE_URL", "/var/lib/idemkey/archive"),
+            ("IDEMKEY_ARCHIVE_URL", "file://"),
+            ("IDEMKEY_ARCHIVE_URL", "s3://"),
+            ("IDEMKEY_ARCHIVE_URL", "s3://Upper_Case/prefix"),
         ];
         for (name, value) in cases {
             let err = config(&[SECRETS, EFFECT, (name, value)]).unwrap_err();
             assert!(format!("{err:#}").contains(name), "{name}: {err:#}");
         }
+    }
+
+    #[test]
+    fn the_archive_url_picks_s3_or_a_local_directory() {
+        let s3 = config(&[
+            SECRETS,
+            EFFECT,
+            ("IDEMKEY_ARCHIVE_URL", "s3://idemkey-prod/tiered/eu/"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:3900"),
+            ("AWS_REGION", "garage"),
+            ("AWS_ACCESS_KEY_ID", "GK123"),
+            ("AWS_SECRET_ACCESS_KEY", "s3cr3t"),
+        ])
+        .unwrap();
+        let ArchiveLocation::S3 {
+            bucket,
+            prefix,
+            settings,
+        } = s3.archive
+        else {
+            panic!("expected an S3 archive")
+        };
+        assert_eq!(
+            (bucket.as_str(), prefix.as_str()),
+            ("idemkey-prod", "tiered/eu")
+        );
+        assert_eq!(settings.endpoint.as_deref(), Some("http://127.0.0.1:3900"));
+        assert_eq!(settings.region.as_deref(), Some("garage"));
+        assert_eq!(settings.access_key_id.as_deref(), Some("GK123"));
+        assert!(!format!("{settings:?}").contains("s3cr3t"));
+
+        let bare = config(&[SECRETS, EFFECT, ("IDEMKEY_ARCHIVE_URL", "s3://bucket")]).unwrap();
+        assert!(matches!(
+            bare.archive,
+            ArchiveLocation::S3 { ref prefix, ref settings, .. }
+                if prefix.is_empty() && *settings == Default::default()
+        ));
+
+        let file = config(&[
+            SECRETS,
+            EFFECT,
+            ("IDEMKEY_ARCHIVE_URL", "file:///srv/archive"),
+        ]);
+        assert_eq!(
+            file.unwrap().archive,
+            ArchiveLocation::LocalDir(PathBuf::from("/srv/archive"))
+        );
+    }
+
+    #[test]
+    fn half_a_pair_of_aws_credentials_is_refused() {
+        let s3 = ("IDEMKEY_ARCHIVE_URL", "s3://bucket/p");
+        let err = config(&[SECRETS, EFFECT, s3, ("AWS_ACCESS_KEY_ID", "GK1")]).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("AWS_SECRET_ACCESS_KEY"),
+            "{err:#}"
+        );
+        let err =
+            config(&[SECRETS, EFFECT, s3, ("AWS_ENDPOINT_URL", "localhost:3900")]).unwrap_err();
+        assert!(format!("{err:#}").contains("AWS_ENDPOINT_URL"), "{err:#}");
+        // The AWS variables matter only for an s3:// archive.
+        assert!(config(&[SECRETS, EFFECT, ("AWS_ACCESS_KEY_ID", "GK1")]).is_ok());
     }
 
     #[test]

@@ -8,12 +8,16 @@ use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
+use crate::archive::Archive;
 use crate::auth::Verifier;
+use crate::cache::OutcomeCache;
 use crate::config::Config;
 use crate::domain::EffectSecret;
 use crate::engine::Engine;
+use crate::metrics::Metrics;
 use crate::routes::{self, AppState};
 use crate::store::{redact, Store};
+use crate::usage::{Usage, FLUSH_EVERY};
 
 /// Extra routes mounted beside the API (the dashboard).
 pub type Mount = fn(&mut web::ServiceConfig);
@@ -21,6 +25,8 @@ pub type Mount = fn(&mut web::ServiceConfig);
 pub struct Application {
     port: u16,
     server: Server,
+    usage: Usage,
+    flusher: tokio::task::JoinHandle<()>,
 }
 
 impl Application {
@@ -30,20 +36,23 @@ impl Application {
         mount: Mount,
     ) -> anyhow::Result<Self> {
         let store = open_store(config).await?;
-        for (name, value) in [
-            ("IDEMKEY_REDIS_URL", &config.redis_url),
-            ("IDEMKEY_ARCHIVE_URL", &config.archive_url),
-        ] {
-            if value.is_some() {
-                tracing::warn!(
-                    "{name} is set but this build has no cache or archive tier yet; ignoring it"
-                );
-            }
-        }
+        let archive = open_archive(config).await?;
         let verifier = Arc::new(Verifier::new(&config.auth_settings())?);
+        let secret = EffectSecret::new(config.effect_secret.clone());
+        let metrics = Arc::new(Metrics::new());
+        let cache = open_cache(config, &secret, metrics.clone()).await?;
+        let engine = Engine::new(store.clone(), secret, cache, archive, metrics);
+        engine.listen_for_key_events();
+        if config.workers {
+            crate::lease_watch::spawn(engine.clone(), config.worker_interval);
+            tracing::info!(every = ?config.worker_interval, "lease watch running");
+        }
+        let usage = Usage::new(store);
+        let flusher = usage.spawn_flusher(FLUSH_EVERY);
         let state = web::Data::new(AppState {
-            engine: Engine::new(store, EffectSecret::new(config.effect_secret.clone())),
+            engine,
             verifier,
+            usage: usage.clone(),
         });
         let addr = listener.local_addr()?;
         let port = addr.port();
@@ -58,18 +67,70 @@ impl Application {
         .run();
         // Tests and scripts wait for this line to learn the bound port.
         tracing::info!(%addr, "idemkey listening");
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            usage,
+            flusher,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// This node's usage counts (tests flush them explicitly).
+    pub fn usage(&self) -> Usage {
+        self.usage.clone()
+    }
+
     /// Serves until a signal: SIGTERM stops accepting connections and lets
     /// in-flight requests finish (up to 30 s); SIGINT and SIGQUIT stop at once.
+    /// Pending usage counts are flushed once more after the server stops.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        self.flusher.abort();
+        self.usage.flush_logged().await;
+        served
     }
+}
+
+/// The outcome cache: in-process, with Redis behind it when configured.
+/// Redis being down at start-up is logged, not fatal: it is only a cache.
+async fn open_cache(
+    config: &Config,
+    secret: &EffectSecret,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<OutcomeCache> {
+    let cache = match (&config.redis_url, config.cache) {
+        (_, false) => OutcomeCache::off(metrics),
+        (None, true) => OutcomeCache::in_process(metrics),
+        (Some(url), true) => OutcomeCache::redis(url, &secret.deployment_tag(), metrics)?,
+    };
+    match (&cache, &config.redis_url.as_ref().filter(|_| config.cache)) {
+        (OutcomeCache::Redis { shared, .. }, Some(url)) => {
+            let reachable = shared.start().await;
+            tracing::info!(cache = cache.describe(), redis = %redact(url), reachable, "cache ready");
+        }
+        _ => tracing::info!(cache = cache.describe(), "cache ready"),
+    }
+    Ok(cache)
+}
+
+/// The archive of tiered outcomes. An object store that cannot be reached
+/// at start-up is logged, not fatal: only reads of tiered keys need it, and
+/// they answer 503 until it is back.
+async fn open_archive(config: &Config) -> anyhow::Result<Archive> {
+    let archive = Archive::open(&config.archive).await?;
+    match archive.check().await {
+        Ok(()) => tracing::info!(archive = %archive.describe(), "archive ready"),
+        Err(e) => tracing::warn!(
+            archive = %archive.describe(),
+            error = %e,
+            "archive not reachable; reads of tiered keys will answer 503 until it is"
+        ),
+    }
+    Ok(archive)
 }
 
 /// Connects to the configured database and brings its schema up to date.

@@ -53,7 +53,7 @@ pub struct Args {
     #[arg(long)]
     pub coalescing_window_ms: Option<u64>,
     /// The server's `/metrics` counter of database reads.
-    #[arg(long, default_value = "idemkey_db_reads_total")]
+    #[arg(long, default_value = "idemkey_store_statements_total")]
     pub db_reads_metric: String,
     /// Idle keep-alive connections for the memory measurement.
     #[arg(long, default_value_t = 1000)]

@@ -18,14 +18,11 @@ use crate::steady::{self, Mix};
 use crate::storm::{self, StormSpec};
 use crate::{idle, sql, workload};
 
-/// TODO(cache merge): this build has no cache. When the cache branch lands,
-/// set `SERVER_HAS_CACHE` to true and `CACHE_OFF` to
-/// `Some(("IDEMKEY_CACHE", "off"))` (the switch the lead adds then): the
-/// replay scenario then measures cached replays and `replay-cache-off` runs.
-/// Until then `replay-cache-off` is reported as not measured — running it
-/// without a switch would only repeat the `replay` number under another name.
-pub const SERVER_HAS_CACHE: bool = false;
-pub const CACHE_OFF: Option<(&str, &str)> = None;
+/// The server caches final outcomes (in process by default), and
+/// `IDEMKEY_CACHE=off` switches that off: the replay scenario measures cached
+/// replays and `replay-cache-off` the same replays read from the database.
+pub const SERVER_HAS_CACHE: bool = true;
+pub const CACHE_OFF: Option<(&str, &str)> = Some(("IDEMKEY_CACHE", "off"));
 
 /// The share of new keys in the mixed scenario.
 pub const MIXED_NEW_PERCENT: u32 = 80;

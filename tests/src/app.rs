@@ -6,6 +6,7 @@ use std::net::TcpListener;
 use idemkey_api::auth::Role;
 use idemkey_api::config::Config;
 use idemkey_api::startup::Application;
+use idemkey_api::usage::Usage;
 use reqwest::{Client, Response};
 use serde_json::{json, Value};
 
@@ -19,6 +20,8 @@ pub struct TestApp {
     /// A fresh tenant and a client+viewer token for it.
     pub tenant: String,
     pub token: String,
+    /// The server's usage counts, to flush them when a test needs them stored.
+    pub usage: Usage,
 }
 
 /// An answer: status, headers we care about, and the body as text and JSON.
@@ -140,16 +143,19 @@ impl TestApp {
         backend: Backend,
         adjust: impl FnOnce(&mut HashMap<String, String>),
     ) -> Self {
-        let database_url = backend.fresh().await;
+        Self::spawn_node(&backend.fresh().await, adjust).await
+    }
+
+    /// Another node: a server on an existing database, with a fresh tenant
+    /// (use `as_tenant_of` to act as another node's tenant).
+    pub async fn spawn_node(
+        database_url: &str,
+        adjust: impl FnOnce(&mut HashMap<String, String>),
+    ) -> Self {
+        let database_url = database_url.to_owned();
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
-        let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let app = Application::build(&config, listener, |_| {})
-            .await
-            .expect("server builds");
-        let address = format!("http://127.0.0.1:{}", app.port());
-        tokio::spawn(app.run_until_stopped());
+        let (address, usage) = serve(&vars).await;
         let tenant = fresh_tenant();
         let token = token(&tenant, &[Role::Client, Role::Viewer]);
         Self {
@@ -158,7 +164,27 @@ impl TestApp {
             client: Client::new(),
             tenant,
             token,
+            usage,
         }
+    }
+
+    /// A second node on this one's database, with a fresh tenant of its own.
+    pub async fn spawn_beside(&self) -> Self {
+        Self::spawn_node(&self.database_url, |_| {}).await
+    }
+
+    /// A second node on this one's database, for the same tenant and token.
+    pub async fn spawn_sibling(&self) -> Self {
+        Self {
+            tenant: self.tenant.clone(),
+            token: self.token.clone(),
+            ..self.spawn_beside().await
+        }
+    }
+
+    /// Adds the server's pending usage counts to the database now.
+    pub async fn flush_usage(&self) {
+        self.usage.flush().await.expect("usage flush");
     }
 
     pub fn key_url(&self, operation: &str, key: &str) -> String {
@@ -308,9 +334,83 @@ impl TestApp {
         .await;
     }
 
+    /// This server, acting for `other`'s tenant with `other`'s token.
+    pub fn as_tenant_of(mut self, other: &TestApp) -> Self {
+        self.tenant = other.tenant.clone();
+        self.token = other.token.clone();
+        self
+    }
+
+    /// The server's metrics as they are now.
+    pub async fn metrics(&self) -> Metrics {
+        let text = self
+            .client
+            .get(format!("{}/metrics", self.address))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        Metrics::parse(&text)
+    }
+
     /// A token for another role set of this app's tenant.
     pub fn token_with(&self, roles: &[Role]) -> String {
         token(&self.tenant, roles)
+    }
+}
+
+/// Starts a server in this process with `vars`; returns its base URL.
+async fn serve(vars: &HashMap<String, String>) -> (String, Usage) {
+    let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let app = Application::build(&config, listener, idemkey_web::mount)
+        .await
+        .expect("server builds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let usage = app.usage();
+    tokio::spawn(app.run_until_stopped());
+    (address, usage)
+}
+
+/// A snapshot of `/metrics`: each series (`name{labels}`) and its value.
+#[derive(Debug, Clone, Default)]
+pub struct Metrics(pub HashMap<String, f64>);
+
+impl Metrics {
+    pub fn parse(text: &str) -> Self {
+        Self(
+            text.lines()
+                .filter(|line| !line.starts_with('#') && !line.is_empty())
+                .filter_map(|line| {
+                    let (series, value) = line.rsplit_once(' ')?;
+                    Some((series.to_owned(), value.parse().ok()?))
+                })
+                .collect(),
+        )
+    }
+
+    /// One series, written as exposed (`idemkey_claim_waiters`,
+    /// `idemkey_cache_lookups_total{layer="local",result="hit"}`); 0 if absent.
+    pub fn get(&self, series: &str) -> f64 {
+        self.0.get(series).copied().unwrap_or(0.0)
+    }
+
+    /// Every statement sent to the database.
+    pub fn statements(&self) -> f64 {
+        self.0
+            .iter()
+            .filter(|(series, _)| series.starts_with("idemkey_store_statements_total"))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Cache hits of one layer (`local` or `redis`).
+    pub fn hits(&self, layer: &str) -> f64 {
+        self.get(&format!(
+            "idemkey_cache_lookups_total{{layer=\"{layer}\",result=\"hit\"}}"
+        ))
     }
 }
 

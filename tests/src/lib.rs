@@ -1,19 +1,27 @@
 //! Support for idemkey's end-to-end tests: a real server on a real port, a
 //! fresh Postgres database per test, and tokens for fresh tenants.
 //!
-//! Nothing here is mocked. If Postgres is not reachable the tests fail loudly
-//! (run them through `scripts/test.sh`, which starts what they need).
+//! Nothing here is mocked. If Postgres, Redis or Garage is not reachable the tests
+//! fail loudly (run them through `scripts/test.sh`, which starts what they
+//! need).
 
 pub mod app;
+pub mod browser;
+pub mod classes;
+pub mod dashboard;
 pub mod db;
+pub mod garage;
 pub mod process;
+pub mod redis;
 pub mod tokens;
 
 pub use app::TestApp;
 pub use tokens::{TEST_AUDIENCE, TEST_ISSUER, TEST_KID, TEST_SECRET};
 
 /// Runs each listed test body (an `async fn(TestApp)`) once per database
-/// backend: the store contract is one set of test bodies, not copies.
+/// backend, and once more on Postgres with the Redis cache: the store
+/// contract is one set of test bodies, not copies, and a Redis layer must
+/// change none of its answers.
 #[macro_export]
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
@@ -22,6 +30,18 @@ macro_rules! on_every_backend {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
                     let app = $crate::TestApp::spawn_on($crate::db::Backend::Postgres).await;
+                    super::$name(app).await
+                }
+            )*
+        }
+        mod postgres_redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let app = $crate::TestApp::spawn_on_with($crate::db::Backend::Postgres, |vars| {
+                        vars.insert("IDEMKEY_REDIS_URL".into(), $crate::redis::shared_redis_url());
+                    })
+                    .await;
                     super::$name(app).await
                 }
             )*

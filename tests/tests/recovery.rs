@@ -59,7 +59,12 @@ async fn steps_are_recorded_once_with_their_own_effect_ids(app: TestApp) {
     let steps = &first.json()["steps"];
     assert_eq!(steps["database"]["provider_ref"], "db-123");
     let step_effect = steps["database"]["effect_id"].as_str().unwrap();
-    assert!(step_effect.starts_with("eff_"));
+    let op_effect = claimed.json()["effect_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        step_effect,
+        format!("{op_effect}.database"),
+        "computable before the step runs"
+    );
     assert_ne!(step_effect, claimed.json()["effect_id"].as_str().unwrap());
     assert_eq!(
         again.json()["steps"],

@@ -11,15 +11,16 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         return None;
     }
     let n: u64 = digits.parse().ok()?;
-    let ms = match unit {
-        "ms" => n,
-        "s" => n * 1_000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        "d" => n * 86_400_000,
+    let unit_ms: u64 = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return None,
     };
-    Some(Duration::from_millis(ms))
+    // Twelve digits of days overflow a u64 of milliseconds: refuse, never wrap.
+    n.checked_mul(unit_ms).map(Duration::from_millis)
 }
 
 /// The shortest exact spelling of a duration in the same units.
@@ -63,6 +64,7 @@ mod tests {
             "1w",
             "1h30m",
             "9999999999999s",
+            "999999999999d",
         ] {
             assert_eq!(parse_duration(bad), None, "{bad:?}");
         }

@@ -3,7 +3,11 @@
 //! An effect id is an HMAC-SHA256 of the scoped key under the server secret,
 //! so it is identical for every attempt of one operation (and across nodes
 //! that share `IDEMKEY_SECRET`), yet cannot be guessed from the key alone.
-//! Step effect ids add the step name to the same derivation.
+//!
+//! A step's effect id is the operation's effect id, a dot, and the step name
+//! (`eff_….database`). A client must know it *before* it calls the step's
+//! provider, so it has to be computable from what the claim answer already
+//! gave; and it is as unguessable as the operation's id it extends.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -19,14 +23,37 @@ impl EffectSecret {
     }
 
     pub fn effect_id(&self, scoped: &ScopedKey) -> String {
-        self.derive("effect", scoped, None)
+        self.derive("effect", scoped)
     }
 
     pub fn step_effect_id(&self, scoped: &ScopedKey, step: &str) -> String {
-        self.derive("step", scoped, Some(step))
+        format!("{}.{step}", self.effect_id(scoped))
     }
 
-    fn derive(&self, purpose: &str, scoped: &ScopedKey, step: Option<&str>) -> String {
+    /// A short tag derived from the secret, naming this deployment in shared
+    /// infrastructure (its Redis keys). Every node of a deployment has the
+    /// same secret, so the same tag; two deployments pointed at one Redis by
+    /// mistake never read each other's outcomes.
+    pub fn deployment_tag(&self) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(b"deployment-tag\0");
+        hex::encode(&mac.finalize().into_bytes()[..6])
+    }
+
+    /// A 256-bit key for another purpose (such as signing dashboard
+    /// sessions), derived from this secret: every node that shares
+    /// `IDEMKEY_SECRET` derives the same key, and no effect id can be
+    /// computed from it.
+    pub fn derive_key(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        for part in ["key", purpose] {
+            mac.update(part.as_bytes());
+            mac.update(&[0]);
+        }
+        mac.finalize().into_bytes().into()
+    }
+
+    fn derive(&self, purpose: &str, scoped: &ScopedKey) -> String {
         // Names never contain NUL (they are validated), so the encoding is
         // unambiguous.
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
@@ -35,10 +62,7 @@ impl EffectSecret {
             scoped.tenant.as_str(),
             scoped.operation.as_str(),
             scoped.key.as_str(),
-        ]
-        .into_iter()
-        .chain(step)
-        {
+        ] {
             mac.update(part.as_bytes());
             mac.update(&[0]);
         }
@@ -88,5 +112,6 @@ mod tests {
         assert_ne!(db, secret.effect_id(&k));
         assert_ne!(db, secret.step_effect_id(&k, "dns"));
         assert_eq!(db, secret.step_effect_id(&k, "database"));
+        assert_eq!(db, format!("{}.database", secret.effect_id(&k)));
     }
 }

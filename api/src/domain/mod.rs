@@ -9,11 +9,12 @@ pub mod names;
 pub mod outcome;
 pub mod owner;
 pub mod policy;
+pub mod usage;
 
 pub use claim::{decide, Decision, RecordState, Seen};
 pub use effect::EffectSecret;
 pub use fingerprint::Fingerprint;
-pub use names::{IdempotencyKey, NameError, OperationName, ScopedKey, TenantId};
+pub use names::{IdempotencyKey, KeyHash, NameError, OperationName, ScopedKey, TenantId};
 pub use outcome::Outcome;
 pub use owner::{OwnerToken, OwnerTokenHash};
 pub use policy::Policy;

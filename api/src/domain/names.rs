@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -80,6 +81,44 @@ pub struct ScopedKey {
     pub key: IdempotencyKey,
 }
 
+impl ScopedKey {
+    /// `tenant/operation/key`. Neither a tenant nor an operation can contain
+    /// `/`, so the first two slashes split it unambiguously.
+    pub fn path(&self) -> String {
+        format!("{}/{}/{}", self.tenant, self.operation, self.key)
+    }
+
+    /// The key's digest, as notifications between nodes name it.
+    pub fn hash(&self) -> KeyHash {
+        let digest = Sha256::digest(self.path().as_bytes());
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        KeyHash(bytes)
+    }
+}
+
+/// The first 16 bytes of SHA-256(`tenant/operation/key`).
+///
+/// Small enough for a Postgres notification payload, and it keeps keys out
+/// of it. The database computes the same digest (see the key-events
+/// migration), so a payload names a key without carrying it. Whoever acts on
+/// a hash alone only wakes a waiter or drops a cache entry: a collision costs
+/// a re-read, never a wrong answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyHash(pub [u8; 16]);
+
+impl KeyHash {
+    pub fn to_hex(self) -> String {
+        hex::encode(self.0)
+    }
+
+    pub fn parse_hex(s: &str) -> Option<Self> {
+        let mut bytes = [0u8; 16];
+        hex::decode_to_slice(s, &mut bytes).ok()?;
+        Some(Self(bytes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +143,19 @@ mod tests {
         assert!(OperationName::parse("Charges").is_err());
         assert!(OperationName::parse(".x").is_err());
         assert!(OperationName::parse("").is_err());
+    }
+
+    #[test]
+    fn key_hashes_digest_the_slash_joined_path() {
+        let k = ScopedKey {
+            tenant: TenantId::parse("acme").unwrap(),
+            operation: OperationName::parse("charges.create").unwrap(),
+            key: IdempotencyKey::parse("order/1").unwrap(),
+        };
+        assert_eq!(k.path(), "acme/charges.create/order/1");
+        let h = k.hash();
+        assert_eq!(KeyHash::parse_hex(&h.to_hex()), Some(h));
+        assert_eq!(KeyHash::parse_hex("zz"), None);
     }
 
     #[test]

@@ -3,11 +3,16 @@
 //!
 //! A record's expiry is computed from the policy when the record is first
 //! written and stored with it, so a later policy change never shortens a
-//! promise already made.
+//! promise already made. The JSON form of a policy, and the checks on its
+//! values, live in [`document`].
+
+pub mod document;
 
 use std::time::Duration;
 
 use super::fingerprint::FingerprintRules;
+
+pub use document::{InvalidPolicy, PolicyDocument};
 
 pub const MIN_LEASE: Duration = Duration::from_millis(1_000);
 pub const MAX_OUTCOME_BYTES_CEILING: usize = 8 * 1024 * 1024;

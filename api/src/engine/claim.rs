@@ -1,10 +1,29 @@
 //! Claim: take ownership of a key, or learn what became of it.
+//!
+//! 1. **In-process cache.** A completed key's outcome may be in this node's
+//!    cache: answer the replay (or `key_reused`) with no I/O at all. Checked
+//!    again before every later look.
+//! 2. **Look**, shared by every concurrent claim of the key on this node
+//!    (see `flight`): Redis for a completed outcome, else the atomic
+//!    `insert … on conflict do nothing`, else a read of the existing row as
+//!    its own statement.
+//! 3. **Decide** on what the look saw, and carry out a renewal, takeover or
+//!    quarantine with its own compare-and-swap; when that matches nothing,
+//!    somebody else changed the row: look again.
+//! 4. **Wait** (`wait_ms`) while another attempt holds a live lease: sleep
+//!    until a key event says the record changed (the owner completed,
+//!    released or was quarantined, on this node or another), the lease ends,
+//!    the deadline passes, or at the latest [`SAFETY_REREAD`] — the safety
+//!    net for an event that was lost. Then look again. Past the deadline the
+//!    answer is `in_progress` with `Retry-After`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::Engine;
+use crate::cache::FinalOutcome;
 use crate::domain::{decide, Decision, Fingerprint, OwnerToken, Policy, ScopedKey};
 use crate::error::ApiError;
 use crate::store::{KeyRecord, NewClaim};
@@ -13,6 +32,16 @@ use crate::store::{KeyRecord, NewClaim};
 /// a retryable error. Each retry follows a row change by somebody else, so
 /// running out means the key is being churned, not that we raced once.
 const MAX_RACES: usize = 8;
+
+/// A waiting claim looks at its key at least this often, in case a key
+/// event was lost. Ticks fall on whole multiples of it since the process
+/// started, so every claim waiting on one key ticks together and shares
+/// one look.
+pub const SAFETY_REREAD: Duration = Duration::from_secs(1);
+
+/// Waiting for a lease to end wakes this much after it, so the database's
+/// clock has passed it too.
+const LEASE_SLACK: Duration = Duration::from_millis(5);
 
 pub struct ClaimRequest {
     pub fingerprint: Fingerprint,
@@ -33,7 +62,20 @@ pub enum ClaimAnswer {
         previous: Box<KeyRecord>,
     },
     /// Completed earlier: replay.
-    Completed { record: KeyRecord },
+    Completed { replay: Arc<FinalOutcome> },
+}
+
+/// What one look at a key found; shared by every claim that joined it.
+#[derive(Clone)]
+pub(crate) enum Look {
+    /// Completed and inside its window (from Redis or the database).
+    Final(Arc<FinalOutcome>),
+    /// The row as the look's insert created it or its read found it.
+    Row(Arc<KeyRecord>),
+    /// The insert found a row the read did not: released in between.
+    Vanished,
+    /// The store could not answer (already logged).
+    Unavailable,
 }
 
 impl Engine {
@@ -51,6 +93,8 @@ impl Engine {
             )
         })?;
         let deadline = Instant::now() + policy.wait_for(req.wait_ms);
+        // Subscribed before the first look, so no change after it is missed.
+        let mut events = (deadline > Instant::now()).then(|| self.events.subscribe(k.hash()));
         let token = OwnerToken::generate();
         let claim = NewClaim {
             fingerprint: req.fingerprint,
@@ -59,61 +103,96 @@ impl Engine {
             replay_window: policy.replay_window,
             tier_after: policy.tier_after(),
         };
-        let mut poll = Duration::from_millis(10);
         let mut races = 0;
         while races < MAX_RACES {
-            if let Some(record) = self.store.insert_claim(k, &claim).await? {
-                return Ok(ClaimAnswer::Claimed { record, token });
+            // Before every look: a woken waiter often finds the outcome here,
+            // cached by the first of them to look.
+            if let Some(hit) = self.cache.local(k) {
+                return replay(hit, &req.fingerprint);
             }
-            // Someone holds the key. Read it as its own statement (never in
-            // the same statement as the insert: under concurrency that read
-            // can miss the winner's row).
-            let Some(seen) = self.store.find(k).await? else {
-                races += 1; // released in between: try to insert again
-                continue;
+            let since = events.as_ref().map(|e| e.since());
+            let seen = match self.look_shared(k, since, &claim).await {
+                Look::Final(outcome) => return replay(outcome, &req.fingerprint),
+                Look::Row(row) if row.owner_token_hash == claim.owner => {
+                    return Ok(ClaimAnswer::Claimed {
+                        record: Arc::unwrap_or_clone(row),
+                        token,
+                    })
+                }
+                Look::Row(row) => row,
+                Look::Vanished => {
+                    races += 1; // released in between: try to insert again
+                    continue;
+                }
+                Look::Unavailable => return Err(ApiError::Unavailable),
             };
+            let read_at = Instant::now();
             match decide(&seen.seen(), &req.fingerprint, policy.on_lease_expiry) {
                 Decision::Renew => {
-                    if let Some(record) = self.store.renew_expired(k, &claim).await? {
+                    // The old record is past its window, so no cache still
+                    // holds it (entries end before the window does); evicting
+                    // anyway keeps the rule "evict before rewriting" without
+                    // exceptions. A Redis that cannot confirm is no reason
+                    // to refuse the claim, for that same reason.
+                    let _ = self.evict(k).await;
+                    let renewed = self
+                        .counted("renew_expired")
+                        .renew_expired(k, &claim)
+                        .await?;
+                    if let Some(record) = renewed {
+                        self.changed(k);
                         return Ok(ClaimAnswer::Claimed { record, token });
                     }
                 }
                 Decision::KeyReused => return Err(ApiError::KeyReused),
-                Decision::Replay => return Ok(ClaimAnswer::Completed { record: seen }),
+                Decision::Replay => match FinalOutcome::of(&seen) {
+                    Some(outcome) => return replay(Arc::new(outcome), &req.fingerprint),
+                    None => return Err(ApiError::Unavailable), // a completed row without an outcome
+                },
                 Decision::Quarantined => return Err(ApiError::Quarantined),
                 Decision::TakeOver => {
                     let taken = self
-                        .store
+                        .counted("take_over")
                         .take_over(k, seen.attempt, claim.owner, lease)
                         .await?;
                     if let Some(record) = taken {
                         return Ok(ClaimAnswer::Recovering {
                             record,
                             token,
-                            previous: Box::new(seen),
+                            previous: Box::new(Arc::unwrap_or_clone(seen)),
                         });
                     }
                 }
                 Decision::Quarantine => {
-                    if self
-                        .store
+                    let quarantined = self
+                        .counted("quarantine_expired")
                         .quarantine_expired(k, seen.attempt)
-                        .await?
-                        .is_some()
-                    {
+                        .await?;
+                    if quarantined.is_some() {
+                        self.changed(k);
                         return Err(ApiError::Quarantined);
                     }
                 }
                 Decision::InProgress { retry_after } => {
-                    let now = Instant::now();
-                    if now >= deadline {
+                    let Some(events) = events.as_mut().filter(|_| Instant::now() < deadline) else {
                         return Err(in_progress(&seen, retry_after));
-                    }
-                    // Bounded wait: look again shortly, never past the caller's
-                    // deadline. Waiting does not count as a race.
-                    tokio::time::sleep(poll.min(deadline - now)).await;
-                    poll = (poll * 2).min(Duration::from_millis(200));
-                    continue;
+                    };
+                    let lease_left = (seen.lease_expires_at - seen.observed_at)
+                        .to_std()
+                        .unwrap_or_default();
+                    let lease_end = read_at + lease_left + LEASE_SLACK;
+                    let tick = self.next_tick();
+                    let _waiting = self.metrics.waiting();
+                    let woken_by = tokio::select! {
+                        _ = events.changed() => "event",
+                        _ = tokio::time::sleep_until(deadline.min(lease_end).min(tick)) => {
+                            if tick < deadline.min(lease_end) { "safety_reread" }
+                            else if lease_end < deadline { "lease_end" }
+                            else { "deadline" }
+                        }
+                    };
+                    self.metrics.woken(woken_by);
+                    continue; // waiting is not a race
                 }
             }
             races += 1;
@@ -121,6 +200,84 @@ impl Engine {
         tracing::warn!("claim kept losing races; answering unavailable");
         Err(ApiError::Unavailable)
     }
+
+    /// Joins (or starts) this node's look at `k`, one that started no
+    /// earlier than `since` if given.
+    async fn look_shared(&self, k: &ScopedKey, since: Option<Instant>, claim: &NewClaim) -> Look {
+        let (engine, key, claim) = (self.clone(), k.clone(), *claim);
+        let (look, joined) = self
+            .flights
+            .run(
+                k,
+                since,
+                move || async move { engine.look(&key, &claim).await },
+            )
+            .await;
+        if joined {
+            self.metrics.coalesced_reads.inc();
+        }
+        look.unwrap_or(Look::Unavailable)
+    }
+
+    /// One look at `k`: Redis, then the insert, then the read. A completed
+    /// row read from the database fills the caches on the way out.
+    async fn look(&self, k: &ScopedKey, claim: &NewClaim) -> Look {
+        // Any Redis failure is simply a miss here: the database answers.
+        if let Ok(Some(outcome)) = self.cache.shared(k).await {
+            return Look::Final(outcome);
+        }
+        match self.look_in_store(k, claim).await {
+            Ok(look) => look,
+            Err(e) => {
+                let _logged = ApiError::from(e);
+                Look::Unavailable
+            }
+        }
+    }
+
+    async fn look_in_store(
+        &self,
+        k: &ScopedKey,
+        claim: &NewClaim,
+    ) -> Result<Look, crate::store::StoreError> {
+        if let Some(row) = self.counted("insert_claim").insert_claim(k, claim).await? {
+            return Ok(Look::Row(Arc::new(row)));
+        }
+        // Someone holds the key. Read it as its own statement (never in the
+        // same statement as the insert: under concurrency that read can miss
+        // the winner's row).
+        let Some(row) = self.counted("find").find(k).await? else {
+            return Ok(Look::Vanished);
+        };
+        let read_at = Instant::now();
+        Ok(match FinalOutcome::of(&row) {
+            Some(outcome) => {
+                let outcome = Arc::new(outcome);
+                if let Some(ttl) = FinalOutcome::ttl(&row, read_at) {
+                    self.cache.fill(k, outcome.clone(), ttl);
+                }
+                Look::Final(outcome)
+            }
+            None => Look::Row(Arc::new(row)),
+        })
+    }
+
+    /// The next whole multiple of [`SAFETY_REREAD`] since this engine's
+    /// clock started.
+    fn next_tick(&self) -> Instant {
+        let since = self.started.elapsed();
+        let period = SAFETY_REREAD.as_nanos();
+        let ticks = since.as_nanos() / period + 1;
+        self.started + Duration::from_nanos(u64::try_from(ticks * period).unwrap_or(u64::MAX))
+    }
+}
+
+/// A completed key: its outcome if the fingerprint matches, else key reuse.
+fn replay(outcome: Arc<FinalOutcome>, fingerprint: &Fingerprint) -> Result<ClaimAnswer, ApiError> {
+    if outcome.fingerprint != *fingerprint {
+        return Err(ApiError::KeyReused);
+    }
+    Ok(ClaimAnswer::Completed { replay: outcome })
 }
 
 fn in_progress(seen: &KeyRecord, retry_after: Duration) -> ApiError {

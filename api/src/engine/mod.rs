@@ -5,32 +5,136 @@
 //! an answer is final. A failed compare-and-swap means somebody else changed
 //! the row first, so we read again and decide again — we never act on a read
 //! alone.
+//!
+//! Around that loop sit three things that make it cheaper, none of which
+//! decides anything: the outcome cache (replays of completed keys),
+//! single-flight looks (a storm on one key shares its reads) and key events
+//! (waiting claims are woken when the owner finishes).
 
 mod claim;
+mod classes;
+mod events;
+mod flight;
 mod owner;
+mod policy_cache;
 mod recovery;
 
+use std::sync::Arc;
+
 pub use claim::{ClaimAnswer, ClaimRequest};
+pub use classes::OperationClass;
 pub use owner::OwnerCall;
+pub use policy_cache::POLICY_TTL;
 pub use recovery::MAX_STEPS;
 
-use crate::domain::{EffectSecret, OperationName, Policy, TenantId};
-use crate::store::Store;
+use crate::archive::Archive;
+use crate::cache::{CacheUnavailable, OutcomeCache};
+use crate::domain::{EffectSecret, ScopedKey};
+use crate::metrics::Metrics;
+use crate::store::{Heard, Store};
+use claim::Look;
+use events::KeyEvents;
+use flight::Flights;
+use policy_cache::PolicyCache;
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Engine {
     pub store: Store,
     pub secret: EffectSecret,
+    pub cache: OutcomeCache,
+    /// Where tiered outcomes live. Not read by requests yet: the tiering
+    /// worker and routing-entry reads will use it.
+    pub archive: Archive,
+    pub metrics: Arc<Metrics>,
+    /// Operation-class policies recently read on this node (`Engine::policy`).
+    policies: PolicyCache,
+    events: Arc<KeyEvents>,
+    flights: Arc<Flights<Look>>,
+    /// Where waiting claims count their safety ticks from.
+    started: tokio::time::Instant,
 }
 
 impl Engine {
-    pub fn new(store: Store, secret: EffectSecret) -> Self {
-        Self { store, secret }
+    pub fn new(
+        store: Store,
+        secret: EffectSecret,
+        cache: OutcomeCache,
+        archive: Archive,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            store,
+            secret,
+            cache,
+            archive,
+            metrics,
+            policies: PolicyCache::new(POLICY_TTL),
+            events: Arc::default(),
+            flights: Arc::default(),
+            started: tokio::time::Instant::now(),
+        }
     }
 
-    /// The policy of an operation class. Every class uses the defaults until
-    /// per-class policies are stored.
-    pub async fn policy(&self, _tenant: &TenantId, _operation: &OperationName) -> Policy {
-        Policy::default()
+    /// The store, counting the statement about to be sent.
+    fn counted(&self, statement: &'static str) -> &Store {
+        self.metrics.statement(statement);
+        &self.store
+    }
+
+    /// Drops every cached copy of `k`'s outcome, on every node: this node's
+    /// in-process layer, Redis, and (through a key event) the other nodes'
+    /// in-process layers. Call it **before** any statement that deletes or
+    /// rewrites a record that may be completed — renewing a key past its
+    /// window today; resolve and cleanup when they exist. The statement's
+    /// own key event then evicts again once it commits, which closes the gap
+    /// in which another node could re-read the old row.
+    ///
+    /// `Err` when Redis could not confirm the delete. Its copy then lives
+    /// until its time to live runs out, never past the record's expiry: a
+    /// caller changing a record that is *inside* its window must not go on.
+    pub async fn evict(&self, k: &ScopedKey) -> Result<(), CacheUnavailable> {
+        let redis = self.cache.evict(k).await;
+        let announced = match self.store {
+            Store::Postgres(_) => self.counted("announce").announce(k.hash()).await,
+            Store::Sqlite(_) => Ok(()),
+        };
+        if let Err(e) = announced {
+            tracing::warn!(error = ?e, "could not announce a key change to other nodes");
+            return Err(CacheUnavailable);
+        }
+        redis
+    }
+
+    /// This node changed `k`'s record: wake its waiters and drop its cached
+    /// copy here. Other nodes hear of it through the database.
+    fn changed(&self, k: &ScopedKey) {
+        let h = k.hash();
+        self.cache.evict_local(h);
+        self.events.publish(h);
+    }
+
+    /// Handles what the key-event listener heard from the database.
+    pub fn heard(&self, heard: Heard) {
+        match heard {
+            Heard::Key(h) => {
+                self.metrics.key_event("postgres");
+                self.cache.evict_local(h);
+                self.events.publish(h);
+            }
+            Heard::Gap => {
+                self.metrics.key_event("gap");
+                self.cache.clear_local();
+                self.events.publish_all();
+            }
+        }
+    }
+
+    /// On Postgres, listens for other nodes' key changes for as long as the
+    /// process runs. SQLite serves one process: nothing to listen to.
+    pub fn listen_for_key_events(&self) {
+        if let Store::Postgres(pg) = &self.store {
+            let (pg, engine) = (pg.clone(), self.clone());
+            tokio::spawn(pg.listen(move |heard| engine.heard(heard)));
+        }
     }
 }

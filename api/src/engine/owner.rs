@@ -4,6 +4,9 @@
 //! Ownership is the token, checked atomically: an owner whose lease ran out
 //! but was not yet taken over may still complete. When the statement matches
 //! nothing, a read tells the caller why — without ever changing the row.
+//!
+//! A completion or release wakes this node's claims waiting on the key at
+//! once; other nodes hear of it from the database (Postgres key events).
 
 use std::time::Duration;
 
@@ -36,7 +39,8 @@ impl Engine {
             outcome_json: &outcome.json,
             outcome_hash: outcome.canonical_hash,
         };
-        if let Some(record) = self.store.complete(k, &completion).await? {
+        if let Some(record) = self.counted("complete").complete(k, &completion).await? {
+            self.changed(k);
             return Ok(record);
         }
         let current = self.owned_by(k, call).await?;
@@ -58,7 +62,8 @@ impl Engine {
         call: &OwnerCall<'_>,
         lease: Option<Duration>,
     ) -> Result<KeyRecord, ApiError> {
-        if let Some(record) = self.store.heartbeat(k, call.hash(), lease).await? {
+        let beat = self.counted("heartbeat").heartbeat(k, call.hash(), lease);
+        if let Some(record) = beat.await? {
             return Ok(record);
         }
         Err(self.why_not_in_progress(k, call).await)
@@ -66,7 +71,11 @@ impl Engine {
 
     #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn release(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Result<(), ApiError> {
-        if self.store.release(k, call.hash()).await? {
+        // No `evict` first: release deletes only an in-progress record, and
+        // only completed outcomes are ever cached. Its key event still drops
+        // any in-process copy on every node.
+        if self.counted("release").release(k, call.hash()).await? {
+            self.changed(k);
             return Ok(());
         }
         Err(self.why_not_in_progress(k, call).await)
@@ -75,7 +84,7 @@ impl Engine {
     /// The live record, or 404 — for a key that never existed, that belongs
     /// to another tenant (the tenant is part of the key) or is past its window.
     pub async fn current(&self, k: &ScopedKey) -> Result<KeyRecord, ApiError> {
-        match self.store.find(k).await? {
+        match self.counted("find").find(k).await? {
             Some(record) if !record.is_expired() => Ok(record),
             _ => Err(ApiError::NotFound),
         }

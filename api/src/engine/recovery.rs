@@ -36,7 +36,7 @@ impl Engine {
             step,
             provider_ref,
         };
-        if let Some(record) = self.store.record_step(k, &done).await? {
+        if let Some(record) = self.counted("record_step").record_step(k, &done).await? {
             return Ok(record);
         }
         let current = self.owned_by(k, call).await?;
@@ -61,7 +61,12 @@ impl Engine {
         reason: &str,
     ) -> Result<KeyRecord, ApiError> {
         let owner = OwnerTokenHash::of(call.token);
-        if let Some(record) = self.store.quarantine(k, owner, reason).await? {
+        if let Some(record) = self
+            .counted("quarantine")
+            .quarantine(k, owner, reason)
+            .await?
+        {
+            self.changed(k);
             return Ok(record);
         }
         Err(self.why_not_in_progress(k, call).await)
@@ -80,7 +85,11 @@ impl Engine {
             outcome_json: &outcome.json,
             outcome_hash: outcome.canonical_hash,
         };
-        if let Some(record) = self.store.resolve_complete(k, by, &completion).await? {
+        let resolved = self
+            .counted("resolve_complete")
+            .resolve_complete(k, by, &completion);
+        if let Some(record) = resolved.await? {
+            self.changed(k);
             return Ok(record);
         }
         let current = self.resolvable_by(k, by).await?;
@@ -103,7 +112,12 @@ impl Engine {
         by: &Resolver,
         reason: Option<&str>,
     ) -> Result<(), ApiError> {
-        if self.store.resolve_release(k, by, reason).await? {
+        if self
+            .counted("resolve_release")
+            .resolve_release(k, by, reason)
+            .await?
+        {
+            self.changed(k);
             return Ok(());
         }
         let current = self.resolvable_by(k, by).await?;
@@ -113,12 +127,29 @@ impl Engine {
         })
     }
 
+    /// Quarantines an expired lease still at `attempt` (the lease watch, for
+    /// classes whose policy forbids takeover). True if this call did it.
+    pub async fn quarantine_expired_lease(
+        &self,
+        k: &ScopedKey,
+        attempt: i32,
+    ) -> Result<bool, ApiError> {
+        let done = self
+            .counted("quarantine_expired")
+            .quarantine_expired(k, attempt)
+            .await?;
+        if done.is_some() {
+            self.changed(k);
+        }
+        Ok(done.is_some())
+    }
+
     pub async fn list(
         &self,
         tenant: &TenantId,
         q: &ListQuery,
     ) -> Result<Vec<(ScopedKey, KeyRecord)>, ApiError> {
-        Ok(self.store.list(tenant, q).await?)
+        Ok(self.counted("list").list(tenant, q).await?)
     }
 
     async fn resolvable_by(&self, k: &ScopedKey, by: &Resolver) -> Result<KeyRecord, ApiError> {

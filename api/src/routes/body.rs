@@ -18,6 +18,19 @@ pub async fn read_json<T: DeserializeOwned>(
     payload: web::Payload,
     limit: usize,
 ) -> Result<T, ApiError> {
+    let bytes = read_object(payload, limit).await?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let code = match e.classify() {
+            serde_json::error::Category::Data => "invalid_body",
+            _ => "invalid_json",
+        };
+        ApiError::bad_request(code, e.to_string())
+    })
+}
+
+/// The body's bytes, if it is within `limit` and starts like a JSON object
+/// (for endpoints that read the object themselves).
+pub async fn read_object(payload: web::Payload, limit: usize) -> Result<web::Bytes, ApiError> {
     let bytes = match payload.to_bytes_limited(limit).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(_)) => {
@@ -44,11 +57,5 @@ pub async fn read_json<T: DeserializeOwned>(
             "the body must be a JSON object",
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        let code = match e.classify() {
-            serde_json::error::Category::Data => "invalid_body",
-            _ => "invalid_json",
-        };
-        ApiError::bad_request(code, e.to_string())
-    })
+    Ok(bytes)
 }

@@ -16,6 +16,7 @@ use super::AppState;
 use crate::auth::Role;
 use crate::domain::fingerprint::{fingerprint_request, FingerprintError};
 use crate::domain::outcome::OutcomeError;
+use crate::domain::usage::UsageEvent;
 use crate::domain::{Fingerprint, Outcome, ScopedKey};
 use crate::engine::{ClaimAnswer, ClaimRequest, OwnerCall};
 use crate::error::ApiError;
@@ -41,10 +42,26 @@ pub async fn claim(
     path: KeyPath,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let answer = answer_claim(&state, caller, path, payload).await;
+    let word = match &answer {
+        Ok((word, _)) => word,
+        Err(e) => e.code(),
+    };
+    state.engine.metrics.claim_answered(word);
+    answer.map(|(_, response)| response)
+}
+
+/// The claim's answer and its `status` word.
+async fn answer_claim(
+    state: &AppState,
+    caller: Caller,
+    path: KeyPath,
+    payload: web::Payload,
+) -> Result<(&'static str, HttpResponse), ApiError> {
     caller.require(OWNER_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
-    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let fingerprint = match (&body.request, &body.fingerprint) {
         (Some(request), None) => fingerprint_request(request.get(), &policy.fingerprint),
         (None, Some(hex)) => Fingerprint::parse_hex(hex),
@@ -61,12 +78,18 @@ pub async fn claim(
         lease_ms: body.lease_ms,
         wait_ms: body.wait_ms,
     };
-    let answer = state.engine.claim(&k, &policy, &request).await?;
+    let started = std::time::Instant::now();
+    let answer = state.engine.claim(&k, &policy, &request).await;
+    state.usage.claim(&k, &answer, started.elapsed());
+    let answer = answer?;
     let effect_id = state.engine.secret.effect_id(&k);
     Ok(match answer {
         ClaimAnswer::Claimed { record, token } => {
             let view = owned("claimed", &record, token.expose(), &effect_id, None, None);
-            json(StatusCode::CREATED, with_outcome(&view, None))
+            (
+                "claimed",
+                json(StatusCode::CREATED, with_outcome(&view, None)),
+            )
         }
         ClaimAnswer::Recovering {
             record,
@@ -87,21 +110,22 @@ pub async fn claim(
                 Some(previous),
                 Some(steps),
             );
-            json(StatusCode::OK, with_outcome(&view, None))
+            (
+                "recovering",
+                json(StatusCode::OK, with_outcome(&view, None)),
+            )
         }
-        ClaimAnswer::Completed { record } => {
+        ClaimAnswer::Completed { replay } => {
             let view = ReplayView {
                 status: "completed",
                 replayed: true,
-                attempt: record.attempt,
+                attempt: replay.attempt,
                 effect_id: &effect_id,
-                completed_at: record.completed_at.map(rfc3339),
-                expires_at: rfc3339(record.expires_at),
+                completed_at: Some(rfc3339(replay.completed_at)),
+                expires_at: rfc3339(replay.expires_at),
             };
-            json(
-                StatusCode::OK,
-                with_outcome(&view, record.outcome.as_deref()),
-            )
+            let body = with_outcome(&view, Some(&replay.outcome));
+            ("completed", json(StatusCode::OK, body))
         }
     })
 }
@@ -156,7 +180,7 @@ pub async fn complete(
     caller.require(OWNER_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: CompleteBody = read_json(payload, OUTCOME_LIMIT).await?;
-    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let outcome = Outcome::parse(&body.outcome, policy.max_outcome_bytes).map_err(outcome_error)?;
     let call = OwnerCall {
         token: &body.owner_token,
@@ -181,7 +205,7 @@ pub async fn heartbeat(
     caller.require(OWNER_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: HeartbeatBody = read_json(payload, SMALL_LIMIT).await?;
-    let policy = state.engine.policy(&k.tenant, &k.operation).await;
+    let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let lease = body
         .lease_ms
         .map(|ms| policy.lease_for(Some(ms)))
@@ -218,6 +242,7 @@ pub async fn release(
         token: &body.owner_token,
     };
     state.engine.release(&k, &call).await?;
+    state.usage.count(&k, UsageEvent::Released);
     Ok(released())
 }
 

@@ -10,6 +10,7 @@ use super::caller::Caller;
 use super::keys::{outcome_error, record_response, released};
 use super::AppState;
 use crate::auth::Role;
+use crate::domain::usage::UsageEvent;
 use crate::domain::{OperationName, Outcome};
 use crate::engine::OwnerCall;
 use crate::error::ApiError;
@@ -110,7 +111,7 @@ pub async fn resolve(
     }
     match (body.outcome, body.release) {
         (Some(outcome), false) => {
-            let policy = state.engine.policy(&k.tenant, &k.operation).await;
+            let policy = state.engine.policy(&k.tenant, &k.operation).await?;
             let outcome =
                 Outcome::parse(&outcome, policy.max_outcome_bytes).map_err(outcome_error)?;
             let record = state.engine.resolve_complete(&k, &by, &outcome).await?;
@@ -121,6 +122,7 @@ pub async fn resolve(
                 .engine
                 .resolve_release(&k, &by, body.reason.as_deref())
                 .await?;
+            state.usage.count(&k, UsageEvent::Released);
             Ok(released())
         }
         _ => Err(ApiError::bad_request(

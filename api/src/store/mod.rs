@@ -8,23 +8,32 @@
 //!
 //! Two backends keep the same contract: Postgres (the production authority)
 //! and SQLite (the embedded default, one file in the data directory). The
-//! contract tests in `tests/tests/store_contract.rs` run against both.
+//! end-to-end tests run one set of bodies against both
+//! (`idemkey_tests::on_every_backend!`).
 
+mod classes;
+mod events;
 mod postgres;
 mod record;
 mod sqlite;
+mod usage;
+mod watch;
 
 use std::time::Duration;
 
 use thiserror::Error;
 
+pub use classes::StoredClass;
+pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use postgres::{sql as postgres_sql, PgStore};
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,
 };
 pub use sqlite::SqliteStore;
+pub use usage::{HotCount, HotState, UsageBucket, UsageMinute};
+pub use watch::StuckCount;
 
-use crate::domain::{IdempotencyKey, OperationName, OwnerTokenHash, ScopedKey, TenantId};
+use crate::domain::{IdempotencyKey, KeyHash, OperationName, OwnerTokenHash, ScopedKey, TenantId};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -210,6 +219,16 @@ impl Store {
     /// Deletes an in-progress record owned by `owner`. True if it did.
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
         dispatch!(self, s => s.release(k, owner).await)
+    }
+
+    /// Tells the other nodes that the record of `h` is about to change (so
+    /// they drop what they cache of it). A no-op on SQLite, which has no
+    /// other nodes.
+    pub async fn announce(&self, h: KeyHash) -> StoreResult<()> {
+        match self {
+            Store::Postgres(s) => s.announce(h).await,
+            Store::Sqlite(_) => Ok(()),
+        }
     }
 }
 

@@ -66,6 +66,7 @@ macro_rules! live {
 }
 
 mod recovery;
+mod usage;
 
 /// The statements a claim and a completion issue, public so the benchmark
 /// (`bench/`) replays exactly this SQL with pgbench to measure the database's

@@ -71,6 +71,7 @@ macro_rules! live {
 }
 
 mod recovery;
+mod usage;
 
 // ?5 fingerprint, ?6 owner hash, ?7 lease ms, ?8 window ms, ?9 tier-after ms
 const INSERT_CLAIM: &str = concat!(
@@ -185,6 +186,10 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(10))
             .connect_lazy_with(options);
         Ok(Self { pool })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 
     pub async fn migrate(&self) -> anyhow::Result<()> {

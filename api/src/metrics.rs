@@ -1,0 +1,240 @@
+//! Prometheus metrics, served at `GET /metrics` (OpenMetrics text).
+//!
+//! One registry per running application, not a global one: tests run many
+//! servers in one process and each must count only its own work. Labels are
+//! fixed words (statement names, layers, answer words); no tenant, key or
+//! other caller data ever becomes a label.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Statement {
+    pub statement: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CacheLookup {
+    pub layer: &'static str,
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Reason {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Status {
+    pub status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Cause {
+    pub cause: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Kind {
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Source {
+    pub source: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    /// Statements sent to the database, by name.
+    pub store_statements: Family<Statement, Counter>,
+    /// Cache lookups by layer (`local`, `redis`) and result (`hit`, `miss`).
+    pub cache_lookups: Family<CacheLookup, Counter>,
+    /// Redis calls that were skipped or failed, so the database answered.
+    pub redis_fallbacks: Family<Reason, Counter>,
+    /// 1 while the Redis circuit breaker is open (Redis is being skipped).
+    pub redis_circuit_open: Gauge,
+    /// Claim answers by their `status` word or problem `code`.
+    pub claims: Family<Status, Counter>,
+    /// Claims that joined another request's read of the same key.
+    pub coalesced_reads: Counter,
+    /// Claims waiting (`wait_ms`) for another attempt right now.
+    pub claim_waiters: Gauge,
+    /// Why a waiting claim looked at its key again.
+    pub waiter_wakeups: Family<Cause, Counter>,
+    /// Key change events received, by where they came from.
+    pub key_events: Family<Source, Counter>,
+    pub stuck_keys: Family<Kind, Gauge>,
+    pub stuck_oldest_age_seconds: Family<Kind, Gauge>,
+    pub lease_watch_quarantined: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("idemkey");
+        let m = Self {
+            store_statements: Family::default(),
+            cache_lookups: Family::default(),
+            redis_fallbacks: Family::default(),
+            redis_circuit_open: Gauge::default(),
+            claims: Family::default(),
+            coalesced_reads: Counter::default(),
+            claim_waiters: Gauge::default(),
+            waiter_wakeups: Family::default(),
+            key_events: Family::default(),
+            stuck_keys: Family::default(),
+            stuck_oldest_age_seconds: Family::default(),
+            lease_watch_quarantined: Counter::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "store_statements",
+            "Statements sent to the database, by statement",
+            m.store_statements.clone(),
+        );
+        registry.register(
+            "cache_lookups",
+            "Outcome cache lookups by layer and result",
+            m.cache_lookups.clone(),
+        );
+        registry.register(
+            "redis_fallbacks",
+            "Redis calls skipped or failed (the database answered instead), by reason",
+            m.redis_fallbacks.clone(),
+        );
+        registry.register(
+            "redis_circuit_open",
+            "1 while Redis is being skipped after failures",
+            m.redis_circuit_open.clone(),
+        );
+        registry.register(
+            "claims",
+            "Claim answers by status word or problem code",
+            m.claims.clone(),
+        );
+        registry.register(
+            "coalesced_reads",
+            "Claims that shared another claim's read of the same key",
+            m.coalesced_reads.clone(),
+        );
+        registry.register(
+            "claim_waiters",
+            "Claims waiting for another attempt right now",
+            m.claim_waiters.clone(),
+        );
+        registry.register(
+            "waiter_wakeups",
+            "Why a waiting claim looked at its key again",
+            m.waiter_wakeups.clone(),
+        );
+        registry.register(
+            "key_events",
+            "Key change events received, by source",
+            m.key_events.clone(),
+        );
+        registry.register(
+            "stuck_keys",
+            "Keys in progress, with an expired lease, or quarantined (lease watch; all tenants)",
+            m.stuck_keys.clone(),
+        );
+        registry.register(
+            "stuck_oldest_age_seconds",
+            "Age of the oldest key of each stuck kind (since its claim, lease end or quarantine)",
+            m.stuck_oldest_age_seconds.clone(),
+        );
+        registry.register(
+            "lease_watch_quarantined",
+            "Expired leases the lease watch quarantined under a quarantine policy",
+            m.lease_watch_quarantined.clone(),
+        );
+        Self { registry, ..m }
+    }
+
+    pub fn statement(&self, statement: &'static str) {
+        self.store_statements
+            .get_or_create(&Statement { statement })
+            .inc();
+    }
+
+    pub fn cache_lookup(&self, layer: &'static str, hit: bool) {
+        let result = if hit { "hit" } else { "miss" };
+        self.cache_lookups
+            .get_or_create(&CacheLookup { layer, result })
+            .inc();
+    }
+
+    pub fn redis_fallback(&self, reason: &'static str) {
+        self.redis_fallbacks.get_or_create(&Reason { reason }).inc();
+    }
+
+    pub fn claim_answered(&self, status: &'static str) {
+        self.claims.get_or_create(&Status { status }).inc();
+    }
+
+    pub fn woken(&self, cause: &'static str) {
+        self.waiter_wakeups.get_or_create(&Cause { cause }).inc();
+    }
+
+    pub fn key_event(&self, source: &'static str) {
+        self.key_events.get_or_create(&Source { source }).inc();
+    }
+
+    /// What the lease watch counted (all tenants): how many keys of a kind
+    /// and how old the oldest is, in whole seconds.
+    pub fn stuck(&self, kind: &'static str, count: i64, oldest_age_seconds: i64) {
+        self.stuck_keys.get_or_create(&Kind { kind }).set(count);
+        self.stuck_oldest_age_seconds
+            .get_or_create(&Kind { kind })
+            .set(oldest_age_seconds);
+    }
+
+    /// Counts a waiting claim until the guard is dropped.
+    pub fn waiting(&self) -> Waiting<'_> {
+        self.claim_waiters.inc();
+        Waiting(self)
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+pub struct Waiting<'a>(&'a Metrics);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.claim_waiters.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_and_gauges_appear_in_the_exposition() {
+        let m = Metrics::new();
+        m.statement("find");
+        m.cache_lookup("local", true);
+        let waiting = m.waiting();
+        let text = m.encode();
+        assert!(text.contains("idemkey_store_statements_total{statement=\"find\"} 1"));
+        assert!(text.contains("idemkey_cache_lookups_total{layer=\"local\",result=\"hit\"} 1"));
+        assert!(text.contains("idemkey_claim_waiters 1"));
+        drop(waiting);
+        assert!(m.encode().contains("idemkey_claim_waiters 0"));
+    }
+}

@@ -1,0 +1,77 @@
+//! `/v1/operation-classes/{operation}`: a tenant's admin reads, sets and
+//! resets the policy of one operation class (SPEC section 6). The tenant is
+//! the caller's; the answer is always the class's policy in canonical form
+//! with a read-only `default` member.
+
+use actix_web::{web, HttpResponse};
+
+use super::body::{read_object, SMALL_LIMIT};
+use super::caller::Caller;
+use super::AppState;
+use crate::auth::Role;
+use crate::domain::policy::document::{PolicyDocument, PolicyJsonError};
+use crate::domain::{OperationName, Policy};
+use crate::engine::OperationClass;
+use crate::error::ApiError;
+
+const ADMIN: &[Role] = &[Role::Admin];
+
+type ClassPath = web::Path<String>;
+
+pub async fn get(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: ClassPath,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(ADMIN)?;
+    let op = operation(&path)?;
+    let class = state.engine.operation_class(&caller.0.tenant, &op).await?;
+    Ok(class_response(&class))
+}
+
+pub async fn put(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: ClassPath,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(ADMIN)?;
+    let op = operation(&path)?;
+    let body = read_object(payload, SMALL_LIMIT).await?;
+    let policy = Policy::from_json(&body).map_err(|e| match e {
+        PolicyJsonError::Syntax(why) => ApiError::bad_request("invalid_json", why),
+        PolicyJsonError::Invalid(e) => ApiError::bad_request("invalid_policy", e.message),
+    })?;
+    let class = state
+        .engine
+        .set_operation_class(&caller.0.tenant, &op, &policy)
+        .await?;
+    Ok(class_response(&class))
+}
+
+pub async fn delete(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: ClassPath,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(ADMIN)?;
+    let op = operation(&path)?;
+    let class = state
+        .engine
+        .reset_operation_class(&caller.0.tenant, &op)
+        .await?;
+    Ok(class_response(&class))
+}
+
+fn operation(path: &str) -> Result<OperationName, ApiError> {
+    OperationName::parse(path)
+        .map_err(|e| ApiError::bad_request("invalid_operation", e.to_string()))
+}
+
+fn class_response(class: &OperationClass) -> HttpResponse {
+    let document = PolicyDocument {
+        is_default: Some(class.is_default),
+        ..PolicyDocument::from_policy(&class.policy)
+    };
+    HttpResponse::Ok().json(document)
+}

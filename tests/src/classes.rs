@@ -1,0 +1,58 @@
+//! `TestApp` methods for `/v1/operation-classes/{operation}`.
+
+use idemkey_api::auth::Role;
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::app::Answer;
+use crate::TestApp;
+
+impl TestApp {
+    /// An admin token for this app's tenant.
+    pub fn admin_token(&self) -> String {
+        self.token_with(&[Role::Admin])
+    }
+
+    pub fn class_url(&self, operation: &str) -> String {
+        format!("{}/v1/operation-classes/{operation}", self.address)
+    }
+
+    /// `GET` the class's policy as this tenant's admin.
+    pub async fn get_class(&self, operation: &str) -> Answer {
+        self.class_call(&self.admin_token(), Method::GET, operation, None)
+            .await
+    }
+
+    /// `PUT` a policy as this tenant's admin.
+    pub async fn put_class(&self, operation: &str, policy: Value) -> Answer {
+        let body = policy.to_string();
+        self.class_call(&self.admin_token(), Method::PUT, operation, Some(body))
+            .await
+    }
+
+    /// `DELETE` the class's policy as this tenant's admin.
+    pub async fn delete_class(&self, operation: &str) -> Answer {
+        self.class_call(&self.admin_token(), Method::DELETE, operation, None)
+            .await
+    }
+
+    /// Any call on a class with any token and any body text.
+    pub async fn class_call(
+        &self,
+        token: &str,
+        method: Method,
+        operation: &str,
+        body: Option<String>,
+    ) -> Answer {
+        let mut request = self
+            .client
+            .request(method, self.class_url(operation))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body);
+        }
+        Answer::from(request.send().await.expect("request")).await
+    }
+}

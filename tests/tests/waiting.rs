@@ -1,0 +1,239 @@
+//! `wait_ms`: a duplicate that arrives while the owner works waits, and is
+//! woken by the owner's completion (or release) — pushed, not polled — on
+//! the same node or, through Postgres, on another one.
+
+use std::time::Duration;
+
+use idemkey_api::domain::{IdempotencyKey, OperationName, ScopedKey, TenantId};
+use idemkey_tests::app::{encode, test_vars, Answer, Metrics};
+use idemkey_tests::db::fresh_database;
+use idemkey_tests::process::ServerProcess;
+use idemkey_tests::tokens::{fresh_tenant, token};
+use idemkey_tests::TestApp;
+use serde_json::{json, Value};
+
+const OP: &str = "charges.create";
+
+fn outcome() -> Value {
+    json!({"status_code": 201, "body": {"charge": "ch_9", "amount": "25.00"}, "resource_id": "ch_9"})
+}
+
+/// Waits until `metrics` shows `n` claims waiting (bounded: 10 s).
+async fn until_waiting<F, Fut>(metrics: F, n: f64)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Metrics>,
+{
+    for _ in 0..1000 {
+        if metrics().await.get("idemkey_claim_waiters") == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never saw {n} waiting claims");
+}
+
+async fn a_waiting_duplicate_is_answered_with_the_outcome_once_the_owner_completes(app: TestApp) {
+    // Arrange: an owner, and a duplicate that is already waiting.
+    let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
+    let waiter = tokio::spawn({
+        let (client, url, bearer) = (app.client.clone(), app.key_url(OP, "k1"), app.token.clone());
+        async move {
+            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
+            let response = client
+                .post(format!("{url}/claim"))
+                .bearer_auth(bearer)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            Answer::from(response).await
+        }
+    });
+    until_waiting(|| app.metrics(), 1.0).await;
+
+    // Act
+    app.complete(OP, "k1", &token, outcome())
+        .await
+        .assert(200, "completed");
+    let waited = waiter.await.unwrap();
+
+    // Assert: it was woken by the completion itself, not a periodic re-read.
+    waited.assert(200, "completed");
+    assert_eq!(waited.json()["outcome"], outcome());
+    let metrics = app.metrics().await;
+    assert!(metrics.get("idemkey_waiter_wakeups_total{cause=\"event\"}") >= 1.0);
+    assert_eq!(metrics.get("idemkey_claim_waiters"), 0.0);
+}
+
+async fn a_waiting_duplicate_becomes_the_owner_when_the_owner_releases(app: TestApp) {
+    let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
+    let waiter = tokio::spawn({
+        let (client, url, bearer) = (app.client.clone(), app.key_url(OP, "k1"), app.token.clone());
+        async move {
+            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
+            let response = client
+                .post(format!("{url}/claim"))
+                .bearer_auth(bearer)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            Answer::from(response).await
+        }
+    });
+    until_waiting(|| app.metrics(), 1.0).await;
+
+    app.release(OP, "k1", &token).await.assert(200, "released");
+    let waited = waiter.await.unwrap();
+
+    waited.assert(201, "claimed");
+    assert_eq!(waited.json()["attempt"], 1);
+    let metrics = app.metrics().await;
+    assert!(metrics.get("idemkey_waiter_wakeups_total{cause=\"event\"}") >= 1.0);
+}
+
+async fn many_waiting_duplicates_share_one_look_when_they_are_woken(app: TestApp) {
+    // Arrange: twenty duplicates waiting on one key.
+    let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
+    let mut waiters = Vec::new();
+    for _ in 0..20 {
+        let (client, url, bearer) = (app.client.clone(), app.key_url(OP, "k1"), app.token.clone());
+        waiters.push(tokio::spawn(async move {
+            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
+            let response = client
+                .post(format!("{url}/claim"))
+                .bearer_auth(bearer)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            Answer::from(response).await
+        }));
+    }
+    until_waiting(|| app.metrics(), 20.0).await;
+    let before = app.metrics().await.statements();
+
+    // Act
+    app.complete(OP, "k1", &token, outcome())
+        .await
+        .assert(200, "completed");
+    for waiter in waiters {
+        let waited = waiter.await.unwrap();
+        waited.assert(200, "completed");
+        assert_eq!(waited.json()["outcome"], outcome());
+    }
+
+    // Assert: the completion itself, then a handful of shared looks (two
+    // statements each) rather than one per waiter.
+    let spent = app.metrics().await.statements() - before;
+    println!("statements for 20 woken waiters (with the completion): {spent}");
+    assert!(spent <= 1.0 + 2.0 * 4.0, "{spent} statements");
+}
+
+idemkey_tests::on_every_backend!(
+    a_waiting_duplicate_is_answered_with_the_outcome_once_the_owner_completes,
+    a_waiting_duplicate_becomes_the_owner_when_the_owner_releases,
+    many_waiting_duplicates_share_one_look_when_they_are_woken,
+);
+
+async fn post(url: String, bearer: &str, body: Value) -> Answer {
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(bearer)
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    Answer::from(response).await
+}
+
+async fn metrics_of(address: &str) -> Metrics {
+    let text = reqwest::get(format!("{address}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    Metrics::parse(&text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_waiter_on_one_node_is_woken_by_a_completion_on_another() {
+    // Arrange: two server processes on one database; the owner claims on B,
+    // the duplicate waits on A.
+    let database_url = fresh_database().await;
+    let vars = test_vars(&database_url);
+    let a = ServerProcess::start(&vars).await;
+    let b = ServerProcess::start(&vars).await;
+    let bearer = token(&fresh_tenant(), &[idemkey_api::auth::Role::Client]);
+    let on = |server: &ServerProcess, call: &str| {
+        format!(
+            "{}/v1/keys/{OP}/{}/{call}",
+            server.address,
+            encode("order-7")
+        )
+    };
+    let claimed = post(on(&b, "claim"), &bearer, json!({"request": {"a": 1}})).await;
+    claimed.assert(201, "claimed");
+    let waiter = tokio::spawn({
+        let (url, bearer) = (on(&a, "claim"), bearer.clone());
+        async move {
+            post(
+                url,
+                &bearer,
+                json!({"request": {"a": 1}, "wait_ms": 10_000}),
+            )
+            .await
+        }
+    });
+    until_waiting(|| metrics_of(&a.address), 1.0).await;
+
+    // Act
+    let body = json!({"owner_token": claimed.owner_token(), "outcome": outcome()});
+    post(on(&b, "complete"), &bearer, body)
+        .await
+        .assert(200, "completed");
+    let waited = waiter.await.unwrap();
+
+    // Assert: A heard of it from the database and woke its waiter.
+    waited.assert(200, "completed");
+    assert_eq!(waited.json()["outcome"], outcome());
+    let metrics = metrics_of(&a.address).await;
+    assert!(metrics.get("idemkey_key_events_total{source=\"postgres\"}") >= 1.0);
+    assert!(metrics.get("idemkey_waiter_wakeups_total{cause=\"event\"}") >= 1.0);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn the_database_names_a_changed_key_by_the_digest_the_server_computes() {
+    // Arrange: listen on the key-event channel of a server's database.
+    let app = TestApp::spawn().await;
+    let mut listener = sqlx::postgres::PgListener::connect(&app.database_url)
+        .await
+        .unwrap();
+    listener
+        .listen(idemkey_api::store::KEY_EVENTS_CHANNEL)
+        .await
+        .unwrap();
+    let key = "order/42?x=1";
+
+    // Act
+    let token = app.claim(OP, key, json!({"a": 1})).await.owner_token();
+    app.complete(OP, key, &token, outcome())
+        .await
+        .assert(200, "completed");
+    let heard = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+        .await
+        .expect("a key event")
+        .unwrap();
+
+    // Assert
+    let scoped = ScopedKey {
+        tenant: TenantId::parse(&app.tenant).unwrap(),
+        operation: OperationName::parse(OP).unwrap(),
+        key: IdempotencyKey::parse(key).unwrap(),
+    };
+    assert_eq!(heard.payload(), scoped.hash().to_hex());
+}
