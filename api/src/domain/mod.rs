@@ -9,6 +9,7 @@ pub mod names;
 pub mod outcome;
 pub mod owner;
 pub mod policy;
+pub mod time;
 pub mod usage;
 
 pub use claim::{decide, Decision, RecordState, Seen};

@@ -285,11 +285,11 @@ fn in_progress(seen: &KeyRecord, retry_after: Duration) -> ApiError {
     extra.insert("attempt".into(), seen.attempt.into());
     extra.insert(
         "lease_expires_at".into(),
-        crate::routes::view::rfc3339(seen.lease_expires_at).into(),
+        crate::domain::time::rfc3339(seen.lease_expires_at).into(),
     );
     extra.insert(
         "expires_at".into(),
-        crate::routes::view::rfc3339(seen.expires_at).into(),
+        crate::domain::time::rfc3339(seen.expires_at).into(),
     );
     ApiError::InProgress { retry_after, extra }
 }

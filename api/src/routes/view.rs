@@ -4,7 +4,7 @@
 //! byte-for-byte what was completed (re-serialising through a JSON value would
 //! change number spellings such as `1.50`).
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use std::collections::BTreeMap;
@@ -15,9 +15,7 @@ use serde_json::Value;
 use crate::domain::{EffectSecret, RecordState, ScopedKey};
 use crate::store::KeyRecord;
 
-pub fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub use crate::domain::time::rfc3339;
 
 fn opt_rfc3339(t: Option<DateTime<Utc>>) -> Option<String> {
     t.map(rfc3339)
