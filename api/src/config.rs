@@ -49,6 +49,9 @@ pub struct Config {
     pub effect_secret: Vec<u8>,
     pub workers: bool,
     pub worker_interval: Duration,
+    /// `IDEMKEY_TEST_FAILPOINT`: where the archive worker stops dead, for
+    /// crash tests. Never set in production.
+    pub failpoint: Option<String>,
 }
 
 impl Config {
@@ -139,6 +142,7 @@ impl Config {
             effect_secret,
             workers,
             worker_interval,
+            failpoint: var("IDEMKEY_TEST_FAILPOINT"),
             data_dir,
         })
     }

@@ -19,4 +19,5 @@ pub mod routes;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod tiering;
 pub mod usage;

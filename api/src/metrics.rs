@@ -70,6 +70,16 @@ pub struct Metrics {
     pub stuck_keys: Family<Kind, Gauge>,
     pub stuck_oldest_age_seconds: Family<Kind, Gauge>,
     pub lease_watch_quarantined: Counter,
+    pub tiered_records: Counter,
+    pub segments_written: Counter,
+    pub cleaned_records: Counter,
+    pub segments_deleted: Counter,
+    pub archive_reads: Family<Status, Counter>,
+    pub tiering_lag_seconds: Gauge,
+    pub cleanup_lag_seconds: Gauge,
+    pub archive_segments: Gauge,
+    pub archive_segment_records: Gauge,
+    pub archive_bytes: Gauge,
 }
 
 impl Default for Metrics {
@@ -94,6 +104,16 @@ impl Metrics {
             stuck_keys: Family::default(),
             stuck_oldest_age_seconds: Family::default(),
             lease_watch_quarantined: Counter::default(),
+            tiered_records: Counter::default(),
+            segments_written: Counter::default(),
+            cleaned_records: Counter::default(),
+            segments_deleted: Counter::default(),
+            archive_reads: Family::default(),
+            tiering_lag_seconds: Gauge::default(),
+            cleanup_lag_seconds: Gauge::default(),
+            archive_segments: Gauge::default(),
+            archive_segment_records: Gauge::default(),
+            archive_bytes: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -156,6 +176,56 @@ impl Metrics {
             "Expired leases the lease watch quarantined under a quarantine policy",
             m.lease_watch_quarantined.clone(),
         );
+        registry.register(
+            "tiered_records",
+            "Records whose outcome this node moved to the archive",
+            m.tiered_records.clone(),
+        );
+        registry.register(
+            "segments_written",
+            "Archive segments this node wrote and verified",
+            m.segments_written.clone(),
+        );
+        registry.register(
+            "cleaned_records",
+            "Records past their replay window this node removed",
+            m.cleaned_records.clone(),
+        );
+        registry.register(
+            "segments_deleted",
+            "Archive segments this node deleted (every record expired, or orphaned)",
+            m.segments_deleted.clone(),
+        );
+        registry.register(
+            "archive_reads",
+            "Reads of tiered outcomes from the archive, by result",
+            m.archive_reads.clone(),
+        );
+        registry.register(
+            "tiering_lag_seconds",
+            "How long the oldest record due for tiering has waited (0: none waiting)",
+            m.tiering_lag_seconds.clone(),
+        );
+        registry.register(
+            "cleanup_lag_seconds",
+            "How long the oldest expired record has waited for cleanup (0: none waiting)",
+            m.cleanup_lag_seconds.clone(),
+        );
+        registry.register(
+            "archive_segments",
+            "Live segments in the archive",
+            m.archive_segments.clone(),
+        );
+        registry.register(
+            "archive_segment_records",
+            "Records packed into live segments (including expired ones not yet cleaned up)",
+            m.archive_segment_records.clone(),
+        );
+        registry.register(
+            "archive_bytes",
+            "Bytes in live segments",
+            m.archive_bytes.clone(),
+        );
         Self { registry, ..m }
     }
 
@@ -198,6 +268,10 @@ impl Metrics {
     }
 
     /// Counts a waiting claim until the guard is dropped.
+    pub fn archive_read(&self, status: &'static str) {
+        self.archive_reads.get_or_create(&Status { status }).inc();
+    }
+
     pub fn waiting(&self) -> Waiting<'_> {
         self.claim_waiters.inc();
         Waiting(self)

@@ -45,7 +45,9 @@ impl Application {
         engine.listen_for_key_events();
         if config.workers {
             crate::lease_watch::spawn(engine.clone(), config.worker_interval);
-            tracing::info!(every = ?config.worker_interval, "lease watch running");
+            let failpoint = crate::tiering::Failpoint::new(config.failpoint.clone());
+            crate::tiering::spawn(engine.clone(), config.worker_interval, failpoint);
+            tracing::info!(every = ?config.worker_interval, "workers running: lease watch, tiering and cleanup");
         }
         let usage = Usage::new(store);
         let flusher = usage.spawn_flusher(FLUSH_EVERY);

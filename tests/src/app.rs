@@ -22,6 +22,8 @@ pub struct TestApp {
     pub token: String,
     /// The server's usage counts, to flush them when a test needs them stored.
     pub usage: Usage,
+    /// The variables the server was started with.
+    pub vars: HashMap<String, String>,
 }
 
 /// An answer: status, headers we care about, and the body as text and JSON.
@@ -165,6 +167,18 @@ impl TestApp {
             tenant,
             token,
             usage,
+            vars,
+        }
+    }
+
+    /// Another node started with exactly this one's variables, for the same
+    /// tenant and token (a node of the same deployment).
+    pub async fn spawn_twin(&self) -> Self {
+        let vars = self.vars.clone();
+        Self {
+            tenant: self.tenant.clone(),
+            token: self.token.clone(),
+            ..Self::spawn_node(&self.database_url, move |v| *v = vars).await
         }
     }
 

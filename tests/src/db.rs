@@ -86,3 +86,27 @@ pub async fn execute(url: &str, statement: &str) -> u64 {
         }
     }
 }
+
+/// Runs a query returning one integer (a count, say) against `url`.
+pub async fn scalar(url: &str, query: &str) -> i64 {
+    match Backend::of(url) {
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(url).await.expect("connect");
+            let n: i64 = sqlx::query_scalar(query)
+                .fetch_one(&pool)
+                .await
+                .unwrap_or_else(|e| panic!("{query}: {e}"));
+            pool.close().await;
+            n
+        }
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(url).await.expect("connect");
+            let n: i64 = sqlx::query_scalar(query)
+                .fetch_one(&pool)
+                .await
+                .unwrap_or_else(|e| panic!("{query}: {e}"));
+            pool.close().await;
+            n
+        }
+    }
+}

@@ -74,6 +74,8 @@ pub fn shared_garage() -> S3Target {
 pub struct GarageServer {
     pub target: S3Target,
     dir: PathBuf,
+    s3_port: u16,
+    rpc_port: u16,
 }
 
 impl GarageServer {
@@ -86,19 +88,22 @@ impl GarageServer {
                 .port()
         };
         let dir = std::env::temp_dir().join(format!("garage-{:016x}", rand::random::<u64>()));
-        let status = Command::new("bash")
-            .arg(workspace_root().join("scripts/garage.sh"))
-            .env("IDEMKEY_GARAGE_DIR", &dir)
-            .env("IDEMKEY_GARAGE_S3_PORT", free_port().to_string())
-            .env("IDEMKEY_GARAGE_RPC_PORT", free_port().to_string())
-            .status()
-            .expect("bash scripts/garage.sh");
-        assert!(
-            status.success(),
-            "scripts/garage.sh failed for a private node"
-        );
+        let (s3_port, rpc_port) = (free_port(), free_port());
+        run_script(&dir, s3_port, rpc_port);
         let target = read_env(&dir.join("env"));
-        Self { target, dir }
+        Self {
+            target,
+            dir,
+            s3_port,
+            rpc_port,
+        }
+    }
+
+    /// Starts a stopped node again on its own data, ports, bucket and key.
+    pub fn restart(&self) {
+        run_script(&self.dir, self.s3_port, self.rpc_port);
+        let target = read_env(&self.dir.join("env"));
+        assert_eq!(target.bucket, self.target.bucket);
     }
 
     /// Kills the node (like a crash).
@@ -126,6 +131,22 @@ impl GarageServer {
         }
         panic!("the private Garage at {addr} still answers after kill");
     }
+}
+
+/// Runs `scripts/garage.sh` for a private node; it returns once the node
+/// serves S3 with its bucket and key.
+fn run_script(dir: &Path, s3_port: u16, rpc_port: u16) {
+    let status = Command::new("bash")
+        .arg(workspace_root().join("scripts/garage.sh"))
+        .env("IDEMKEY_GARAGE_DIR", dir)
+        .env("IDEMKEY_GARAGE_S3_PORT", s3_port.to_string())
+        .env("IDEMKEY_GARAGE_RPC_PORT", rpc_port.to_string())
+        .status()
+        .expect("bash scripts/garage.sh");
+    assert!(
+        status.success(),
+        "scripts/garage.sh failed for a private node"
+    );
 }
 
 impl Drop for GarageServer {

@@ -3,6 +3,10 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -33,6 +37,14 @@ pub fn sibling_binary(name: &str) -> PathBuf {
 pub struct ServerProcess {
     pub address: String,
     child: Child,
+    log: Arc<Log>,
+}
+
+/// The lines a process wrote to standard error after announcing itself.
+#[derive(Default)]
+struct Log {
+    lines: Mutex<Vec<String>>,
+    grew: Notify,
 }
 
 impl ServerProcess {
@@ -77,9 +89,45 @@ impl ServerProcess {
         let address = tokio::time::timeout(std::time::Duration::from_secs(60), announced)
             .await
             .expect("idemkey did not announce its address within 60 s");
-        // Keep draining stderr so the process never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self { address, child }
+        // Keep draining stderr (so the process never blocks on a full pipe)
+        // into a log that tests can wait on.
+        let log = Arc::new(Log::default());
+        let sink = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lines.lock().expect("log lock").push(line);
+                sink.grew.notify_waiters();
+            }
+        });
+        Self {
+            address,
+            child,
+            log,
+        }
+    }
+
+    /// Waits until the process logs a line containing `needle`; panics
+    /// after `timeout`.
+    pub async fn wait_for_log(&self, needle: &str, timeout: Duration) -> String {
+        let found = async {
+            loop {
+                let grew = self.log.grew.notified();
+                if let Some(line) = self
+                    .log
+                    .lines
+                    .lock()
+                    .expect("log lock")
+                    .iter()
+                    .find(|line| line.contains(needle))
+                {
+                    return line.clone();
+                }
+                grew.await;
+            }
+        };
+        tokio::time::timeout(timeout, found)
+            .await
+            .unwrap_or_else(|_| panic!("no log line containing {needle:?} within {timeout:?}"))
     }
 
     /// Kills the process (SIGKILL: no chance to tidy up, like a crash).

@@ -25,13 +25,15 @@
 //!   ignores `If-None-Match` on writes, so we never rely on a conditional put
 //!   to avoid overwriting a segment.
 //!
-//! Nothing on the request path uses the archive yet; the tiering worker and
-//! the read-through of routing entries will.
+//! The tiering worker (`crate::tiering`) writes segments in the format of
+//! [`segment`]; lookups and claims of a tiered key read one outcome back by
+//! byte range (`crate::engine`).
 
 mod local;
 mod location;
 mod name;
 mod s3;
+pub mod segment;
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};

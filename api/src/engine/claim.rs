@@ -147,7 +147,8 @@ impl Engine {
                 Decision::KeyReused => return Err(ApiError::KeyReused),
                 Decision::Replay => match FinalOutcome::of(&seen) {
                     Some(outcome) => return replay(Arc::new(outcome), &req.fingerprint),
-                    None => return Err(ApiError::Unavailable), // a completed row without an outcome
+                    // A tiered outcome the archive could not give us.
+                    None => return Err(ApiError::Unavailable),
                 },
                 Decision::Quarantined => return Err(ApiError::Quarantined),
                 Decision::TakeOver => {
@@ -248,6 +249,18 @@ impl Engine {
         // the winner's row).
         let Some(row) = self.counted("find").find(k).await? else {
             return Ok(Look::Vanished);
+        };
+        // A tiered key: its outcome comes through the routing entry (and is
+        // cached there). If the archive cannot answer, the row itself goes
+        // on to `decide`, which still tells key reuse (422) from a replay;
+        // a replay then answers 503, never a claim.
+        let row = if row.routing.is_some() && row.outcome.is_none() && !row.is_expired() {
+            match self.with_outcome(k, row.clone()).await {
+                Ok(full) => full,
+                Err(_) => return Ok(Look::Row(Arc::new(row))),
+            }
+        } else {
+            row
         };
         let read_at = Instant::now();
         Ok(match FinalOutcome::of(&row) {

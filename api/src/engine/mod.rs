@@ -11,6 +11,7 @@
 //! single-flight looks (a storm on one key shares its reads) and key events
 //! (waiting claims are woken when the owner finishes).
 
+mod archived;
 mod claim;
 mod classes;
 mod events;
@@ -42,8 +43,8 @@ pub struct Engine {
     pub store: Store,
     pub secret: EffectSecret,
     pub cache: OutcomeCache,
-    /// Where tiered outcomes live. Not read by requests yet: the tiering
-    /// worker and routing-entry reads will use it.
+    /// Where tiered outcomes live (read through routing entries, written
+    /// by the tiering worker).
     pub archive: Archive,
     pub metrics: Arc<Metrics>,
     /// Operation-class policies recently read on this node (`Engine::policy`).

@@ -46,7 +46,7 @@ impl Engine {
         let current = self.owned_by(k, call).await?;
         match current.state {
             RecordState::Completed if current.outcome_hash == Some(outcome.canonical_hash) => {
-                Ok(current)
+                self.with_outcome(k, current).await
             }
             RecordState::Completed => Err(ApiError::AlreadyCompleted),
             RecordState::Quarantined => Err(ApiError::Quarantined),

@@ -96,7 +96,7 @@ impl Engine {
         match current.state {
             // A repeated resolve with the same outcome answers as the first.
             RecordState::Completed if current.outcome_hash == Some(outcome.canonical_hash) => {
-                Ok(current)
+                self.with_outcome(k, current).await
             }
             RecordState::Completed => Err(ApiError::AlreadyCompleted),
             _ => Err(NOT_RESOLVABLE),

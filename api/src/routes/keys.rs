@@ -267,7 +267,7 @@ pub async fn lookup(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(READ_ROLES)?;
     let k = caller.scoped(&path.0, &path.1)?;
-    let record = state.engine.current(&k).await?;
+    let record = state.engine.lookup(&k).await?;
     Ok(record_response(&state, &k, &record))
 }
 

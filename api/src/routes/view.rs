@@ -80,7 +80,11 @@ impl<'a> RecordView<'a> {
             fingerprint: r.fingerprint.to_hex(),
             attempt: r.attempt,
             effect_id,
-            tier: "hot",
+            tier: if r.routing.is_some() {
+                "archived"
+            } else {
+                "hot"
+            },
             created_at: rfc3339(r.created_at),
             claimed_at: rfc3339(r.claimed_at),
             lease_expires_at: (r.state == RecordState::InProgress)

@@ -16,6 +16,7 @@ mod events;
 mod postgres;
 mod record;
 mod sqlite;
+mod tiering;
 mod usage;
 mod watch;
 
@@ -27,9 +28,10 @@ pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use postgres::{sql as postgres_sql, PgStore};
 pub use record::{
-    Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, StepDone,
+    Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,
 };
 pub use sqlite::SqliteStore;
+pub use tiering::{ArchiveLag, Placement, SealedSegment, TierBatch, TierCandidate};
 pub use usage::{HotCount, HotState, UsageBucket, UsageMinute};
 pub use watch::StuckCount;
 
@@ -241,6 +243,32 @@ fn hash32(bytes: &[u8]) -> StoreResult<[u8; 32]> {
     bytes
         .try_into()
         .map_err(|_| StoreError::Corrupt("hash length".into()))
+}
+
+/// A routing entry from its columns: all present, or all absent.
+fn routing_from_parts(
+    segment: Option<String>,
+    offset: Option<i64>,
+    len: Option<i64>,
+    sha256: Option<Vec<u8>>,
+    tiered_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> StoreResult<Option<Routing>> {
+    match (segment, offset, len, sha256, tiered_at) {
+        (None, None, None, None, None) => Ok(None),
+        (Some(segment), Some(offset), Some(len), Some(sha256), Some(tiered_at)) => {
+            let bytes = |n: i64, what: &str| {
+                u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("segment {what} {n}")))
+            };
+            Ok(Some(Routing {
+                segment,
+                offset: bytes(offset, "offset")?,
+                len: bytes(len, "length")?,
+                sha256: hash32(&sha256)?,
+                tiered_at,
+            }))
+        }
+        _ => Err(StoreError::Corrupt("incomplete routing entry".into())),
+    }
 }
 
 /// Rebuilds a scoped key from a listed row.

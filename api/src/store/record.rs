@@ -28,6 +28,21 @@ pub struct KeyRecord {
     pub updated_at: DateTime<Utc>,
     /// The store's clock when this row was read or written.
     pub observed_at: DateTime<Utc>,
+    /// Where the outcome lives once tiered (`outcome` is then `None`).
+    pub routing: Option<Routing>,
+}
+
+/// A routing entry: a tiered outcome's place in an archive segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routing {
+    /// The segment's name in the archive.
+    pub segment: String,
+    /// The outcome's bytes within the segment.
+    pub offset: u64,
+    pub len: u64,
+    /// SHA-256 of those bytes, checked on every read.
+    pub sha256: [u8; 32],
+    pub tiered_at: DateTime<Utc>,
 }
 
 impl KeyRecord {

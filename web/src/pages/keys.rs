@@ -309,7 +309,8 @@ pub async fn detail(
     q: web::Query<ListParams>,
 ) -> Result<HttpResponse, PageError> {
     let k = scoped(&session, &path)?;
-    let record = state.engine.current(&k).await?;
+    // `lookup`: a tiered key's outcome is read through its routing entry.
+    let record = state.engine.lookup(&k).await?;
     let notice = match q.done.as_deref() {
         Some("resolved") => {
             Some("The key was resolved: its outcome is stored and replays from now on.")

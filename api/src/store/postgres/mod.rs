@@ -10,7 +10,9 @@ use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 
-use super::{hash32, millis, Completion, KeyRecord, NewClaim, StoreError, StoreResult};
+use super::{
+    hash32, millis, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError, StoreResult,
+};
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -20,7 +22,8 @@ macro_rules! record {
     () => {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
-          updated_at, steps, history, now() as observed_at "
+          updated_at, steps, history, segment, segment_offset, segment_len, \
+          segment_sha256, tiered_at, now() as observed_at "
     };
 }
 
@@ -97,7 +100,8 @@ const RENEW_EXPIRED: &str = concat!(
        owner_token_hash = $5, claimed_at = now(), lease_expires_at = now() + $6 * interval '1 millisecond', \
        lease_ms = $6, outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
        expires_at = now() + $7 * interval '1 millisecond', tier_at = now() + $8 * interval '1 millisecond', \
-       created_at = now(), updated_at = now(), steps = '{}', \
+       created_at = now(), updated_at = now(), steps = '{}', segment = null, \
+       segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
        history = jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'renewed', true, 'at', ",
     now_text!(),
     "))::text where",
@@ -362,5 +366,19 @@ fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         observed_at: row.try_get("observed_at")?,
+        routing: routing_from_row(row, row.try_get("tiered_at")?)?,
     })
+}
+
+fn routing_from_row(
+    row: &PgRow,
+    tiered_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> StoreResult<Option<super::Routing>> {
+    routing_from_parts(
+        row.try_get("segment")?,
+        row.try_get("segment_offset")?,
+        row.try_get("segment_len")?,
+        row.try_get("segment_sha256")?,
+        tiered_at,
+    )
 }

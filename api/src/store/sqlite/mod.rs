@@ -17,7 +17,9 @@ use sqlx::sqlite::{
 };
 use sqlx::Row;
 
-use super::{hash32, millis, Completion, KeyRecord, NewClaim, StoreError, StoreResult};
+use super::{
+    hash32, millis, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError, StoreResult,
+};
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -26,7 +28,8 @@ macro_rules! record {
     () => {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
-          updated_at, steps, history "
+          updated_at, steps, history, segment, segment_offset, segment_len, \
+          segment_sha256, tiered_at "
     };
 }
 
@@ -91,7 +94,8 @@ const RENEW_EXPIRED: &str = concat!(
     "update idempotency_key set fingerprint = ?5, state = 'in_progress', attempt = 1, \
        owner_token_hash = ?6, claimed_at = ?4, lease_expires_at = ?4 + ?7, lease_ms = ?7, \
        outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
-       expires_at = ?4 + ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4, steps = '{}', \
+       expires_at = ?4 + ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4, steps = '{}', segment = null, \
+       segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
        history = json_array(json_object('event', 'claimed', 'attempt', 1, 'renewed', json('true'), 'at', ",
     now_text!(),
     ")) where",
@@ -363,5 +367,12 @@ fn record_from_row(row: &SqliteRow, now: DateTime<Utc>) -> StoreResult<KeyRecord
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
         observed_at: now,
+        routing: routing_from_parts(
+            row.try_get("segment")?,
+            row.try_get("segment_offset")?,
+            row.try_get("segment_len")?,
+            row.try_get("segment_sha256")?,
+            opt_time(row, "tiered_at")?,
+        )?,
     })
 }
