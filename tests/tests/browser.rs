@@ -277,7 +277,7 @@ async fn an_admin_signs_in_watches_claims_arrive_and_resolves_a_stuck_key() {
     );
 
     click_then(&browser, Locator::LinkText("Storage"), ".stat").await;
-    assert!(source(&browser).await.contains("not built yet"));
+    assert!(source(&browser).await.contains("Archived records"));
     browser.screenshot(&shots, "13-storage").await;
 
     // A phone-sized window.

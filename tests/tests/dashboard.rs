@@ -203,7 +203,9 @@ async fn stuck_keys_classes_and_storage_show_the_tenants_records(app: TestApp) {
         .assert_contains("take over");
 
     let storage = visitor.get("/dashboard/storage").await;
-    storage.assert_contains("not built yet");
+    storage
+        .assert_contains("Archived records")
+        .assert_contains("none waiting · none waiting");
     assert!(
         storage.text.contains(">3<"),
         "three hot records: {}",

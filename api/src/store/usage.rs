@@ -40,18 +40,22 @@ pub enum HotState {
     /// In progress, lease run out, not yet taken over.
     LeaseExpired,
     Quarantined,
+    /// Completed, outcome in the database.
     Completed,
+    /// Completed, outcome tiered to the archive (a routing entry).
+    Archived,
     /// Past its replay window (and not held by a live lease): gone for every
     /// caller, still on disk until cleanup removes it or the key is reused.
     Expired,
 }
 
 impl HotState {
-    pub const ALL: [HotState; 5] = [
+    pub const ALL: [HotState; 6] = [
         HotState::InProgress,
         HotState::LeaseExpired,
         HotState::Quarantined,
         HotState::Completed,
+        HotState::Archived,
         HotState::Expired,
     ];
 
@@ -61,6 +65,7 @@ impl HotState {
             Self::LeaseExpired => "lease_expired",
             Self::Quarantined => "quarantined",
             Self::Completed => "completed",
+            Self::Archived => "archived",
             Self::Expired => "expired",
         }
     }
@@ -78,6 +83,11 @@ pub struct HotCount {
     pub state: HotState,
     pub count: i64,
     pub oldest_created_at: DateTime<Utc>,
+    /// `Completed`: the oldest `tier_at` already passed (waiting for the
+    /// tiering worker).
+    pub tier_due_since: Option<DateTime<Utc>>,
+    /// `Expired`: the oldest `expires_at` (waiting for cleanup).
+    pub expired_since: Option<DateTime<Utc>>,
     /// The store's clock when it counted.
     pub observed_at: DateTime<Utc>,
 }

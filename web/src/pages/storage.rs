@@ -1,6 +1,7 @@
-//! Storage: how many records this tenant keeps in the database, per class
-//! and state. The archive tier, tiering lag and cleanup lag are shown as not
-//! built yet rather than as invented numbers.
+//! Storage: how many records this tenant keeps, per class and state — hot
+//! (outcome in the database) or archived (outcome in a segment, a routing
+//! entry in the database) — and how far behind the tiering and cleanup
+//! workers are for this tenant.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,10 @@ struct StoragePage {
     rows: Vec<StorageRow>,
     totals: Vec<String>,
     total: String,
+    archived: String,
     expired: String,
+    tiering_lag: String,
+    cleanup_lag: String,
 }
 
 struct StorageRow {
@@ -38,7 +42,8 @@ fn heading(s: HotState) -> &'static str {
         HotState::InProgress => "In progress",
         HotState::LeaseExpired => "Lease expired",
         HotState::Quarantined => "Quarantined",
-        HotState::Completed => "Completed",
+        HotState::Completed => "Completed (hot)",
+        HotState::Archived => "Completed (archived)",
         HotState::Expired => "Past window",
     }
 }
@@ -55,15 +60,27 @@ pub async fn page(
         .hot_counts(&session.tenant)
         .await
         .map_err(|_| PageError::Unavailable)?;
-    let mut by_class: BTreeMap<&str, [i64; 5]> = BTreeMap::new();
+    const COLUMNS: usize = HotState::ALL.len();
+    let column_of = |state: HotState| HotState::ALL.iter().position(|s| *s == state);
+    let mut by_class: BTreeMap<&str, [i64; COLUMNS]> = BTreeMap::new();
     for h in &hot {
-        let column = HotState::ALL
-            .iter()
-            .position(|s| *s == h.state)
-            .unwrap_or(0);
+        let column = column_of(h.state).unwrap_or(0);
         by_class.entry(&h.operation).or_default()[column] += h.count;
     }
-    let mut totals = [0i64; 5];
+    // How long the oldest record due has waited, across classes.
+    let waited =
+        |since: fn(&idemkey_api::store::HotCount) -> Option<chrono::DateTime<chrono::Utc>>| {
+            hot.iter()
+                .filter_map(|h| since(h).map(|t| (t, h.observed_at)))
+                .min()
+                .map_or_else(
+                    || "none waiting".to_owned(),
+                    |(t, now)| format::age_at(t, now),
+                )
+        };
+    let tiering_lag = waited(|h| h.tier_due_since);
+    let cleanup_lag = waited(|h| h.expired_since);
+    let mut totals = [0i64; COLUMNS];
     let rows = by_class
         .into_iter()
         .map(|(name, counts)| {
@@ -83,7 +100,10 @@ pub async fn page(
         rows,
         totals: totals.iter().map(|c| format::count(*c)).collect(),
         total: format::count(totals.iter().sum()),
-        expired: format::count(totals[4]),
+        archived: format::count(column_of(HotState::Archived).map_or(0, |c| totals[c])),
+        expired: format::count(column_of(HotState::Expired).map_or(0, |c| totals[c])),
+        tiering_lag,
+        cleanup_lag,
     };
     Ok(render(StatusCode::OK, &page))
 }

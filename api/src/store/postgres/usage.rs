@@ -90,8 +90,12 @@ impl PgStore {
                case when expires_at <= now() \
                       and not (state = 'in_progress' and lease_expires_at > now()) then 'expired' \
                     when state = 'in_progress' and lease_expires_at <= now() then 'lease_expired' \
+                    when segment is not null then 'archived' \
                     else state end as bucket, \
-               count(*) as n, min(created_at) as oldest, now() as observed_at \
+               count(*) as n, min(created_at) as oldest, now() as observed_at, \
+               min(tier_at) filter (where state = 'completed' and segment is null \
+                                      and tier_at <= now()) as tier_due, \
+               min(expires_at) filter (where expires_at <= now()) as expired_since \
              from idempotency_key where tenant = $1 group by operation, bucket",
         )
         .bind(tenant.as_str().to_owned())
@@ -106,6 +110,8 @@ impl PgStore {
                         .ok_or_else(|| StoreError::Corrupt(format!("state {bucket:?}")))?,
                     count: row.try_get("n")?,
                     oldest_created_at: row.try_get("oldest")?,
+                    tier_due_since: row.try_get("tier_due")?,
+                    expired_since: row.try_get("expired_since")?,
                     observed_at: row.try_get("observed_at")?,
                 })
             })

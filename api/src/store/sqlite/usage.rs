@@ -7,7 +7,7 @@ use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::super::usage::{count_columns, count_values, counts_from_row};
 use super::super::{HotCount, HotState, StoreError, StoreResult, UsageBucket, UsageMinute};
-use super::{time, SqliteStore};
+use super::{opt_time, time, SqliteStore};
 use crate::domain::TenantId;
 
 impl SqliteStore {
@@ -92,8 +92,12 @@ impl SqliteStore {
                case when expires_at <= ?2 \
                       and not (state = 'in_progress' and lease_expires_at > ?2) then 'expired' \
                     when state = 'in_progress' and lease_expires_at <= ?2 then 'lease_expired' \
+                    when segment is not null then 'archived' \
                     else state end as bucket, \
-               count(*) as n, min(created_at) as oldest \
+               count(*) as n, min(created_at) as oldest, \
+               min(tier_at) filter (where state = 'completed' and segment is null \
+                                      and tier_at <= ?2) as tier_due, \
+               min(expires_at) filter (where expires_at <= ?2) as expired_since \
              from idempotency_key where tenant = ?1 group by operation, bucket",
         )
         .bind(tenant.as_str().to_owned())
@@ -109,6 +113,8 @@ impl SqliteStore {
                         .ok_or_else(|| StoreError::Corrupt(format!("state {bucket:?}")))?,
                     count: row.try_get("n")?,
                     oldest_created_at: time(row, "oldest")?,
+                    tier_due_since: opt_time(row, "tier_due")?,
+                    expired_since: opt_time(row, "expired_since")?,
                     observed_at: now,
                 })
             })
