@@ -76,20 +76,37 @@ pub async fn drop_leftovers(server_url: &str) -> anyhow::Result<usize> {
 /// like the service's own rows (fingerprint, outcome and its hash, audit
 /// trail, times), in one statement. Rows are written in key order so each
 /// partition's indexes grow at their right edge, as a bulk load should.
+///
+/// Records are hot and inside their window (`tier_at` = `expires_at`, 23 h
+/// ahead), so no worker touches them, except with `due_every` = n: then
+/// every n-th record is due for tiering (`g % n = 0`) and another n-th has
+/// expired (`g % n = n / 2`), for the workers' throughput.
 async fn fill_range(
     conn: &mut PgConnection,
     operation: &str,
     key_sql: &str,
-    first: u64,
-    last: u64,
+    (first, last): (u64, u64),
+    due_every: Option<u64>,
 ) -> anyhow::Result<()> {
+    let n = due_every.unwrap_or(0);
+    let (tier_at, expires_at) = if n >= 2 {
+        (
+            format!("case when g % {n} = 0 then now() - interval '1 minute' else now() + interval '23 hours' end"),
+            format!("case when g % {n} = {} then now() - interval '1 minute' else now() + interval '23 hours' end", n / 2),
+        )
+    } else {
+        (
+            "now() + interval '23 hours'".to_owned(),
+            "now() + interval '23 hours'".to_owned(),
+        )
+    };
     let sql = format!(
         "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
            owner_token_hash, claimed_at, lease_expires_at, lease_ms, outcome, outcome_hash, \
            completed_at, expires_at, tier_at, created_at, updated_at, steps, history) \
          select $1, $2, {key_sql}, $3, 'completed', 1, $4, now() - interval '1 hour', \
            now() - interval '1 hour' + interval '30 seconds', 30000, $5, $6, now() - interval '1 hour', \
-           now() + interval '23 hours', now(), now() - interval '1 hour', now() - interval '1 hour', '{{}}', $7 \
+           {expires_at}, {tier_at}, now() - interval '1 hour', now() - interval '1 hour', '{{}}', $7 \
          from generate_series($8::bigint, $9::bigint) as g"
     );
     let history = r#"[{"event":"claimed","attempt":1,"at":"2026-01-01T00:00:00.000Z"},{"event":"completed","attempt":1,"at":"2026-01-01T00:00:00.100Z"}]"#;
@@ -113,9 +130,37 @@ async fn fill_range(
 /// [`workload::REPLAY_REQUEST`]'s fingerprint (pgbench's FIND picks the same).
 pub async fn fill_replay_keys(db: &BenchDb, n: u64) -> anyhow::Result<()> {
     let mut conn = db.connect().await?;
-    fill_range(&mut conn, workload::REPLAY_OPERATION, "g::text", 1, n).await?;
+    fill_range(
+        &mut conn,
+        workload::REPLAY_OPERATION,
+        "g::text",
+        (1, n),
+        None,
+    )
+    .await?;
     conn.execute("analyze idempotency_key").await?;
     Ok(())
+}
+
+/// Makes every record due for tiering now.
+pub async fn make_all_due(db: &BenchDb) -> anyhow::Result<()> {
+    let mut conn = db.connect().await?;
+    conn.execute("update idempotency_key set tier_at = now() - interval '1 minute'")
+        .await?;
+    Ok(())
+}
+
+/// Records due for tiering and not tiered yet, and records past their window.
+pub async fn worker_backlog(db: &BenchDb) -> anyhow::Result<(i64, i64)> {
+    let mut conn = db.connect().await?;
+    let row = sqlx::query(
+        "select (select count(*) from idempotency_key where state = 'completed' \
+                   and segment is null and tier_at <= now() and expires_at > now()), \
+                (select count(*) from idempotency_key where expires_at <= now())",
+    )
+    .fetch_one(&mut conn)
+    .await?;
+    Ok((row.try_get(0)?, row.try_get(1)?))
 }
 
 /// How long the growth fill took.
@@ -130,7 +175,11 @@ pub struct FillTiming {
 /// random keys use (so new inserts land among them), in batches; then a
 /// `vacuum analyze`, the state a long-running table is in (and so autovacuum
 /// does not start on the fresh rows in the middle of the measurement).
-pub async fn fill_growth(db: &BenchDb, rows: u64) -> anyhow::Result<FillTiming> {
+pub async fn fill_growth(
+    db: &BenchDb,
+    rows: u64,
+    due_every: Option<u64>,
+) -> anyhow::Result<FillTiming> {
     const BATCH: u64 = 1_000_000;
     let mut conn = db.connect().await?;
     conn.execute("set synchronous_commit = off").await?;
@@ -144,7 +193,14 @@ pub async fn fill_growth(db: &BenchDb, rows: u64) -> anyhow::Result<FillTiming> 
     let mut first = 0;
     while first < rows {
         let last = (first + BATCH).min(rows) - 1;
-        fill_range(&mut conn, workload::NEW_OPERATION, &key_sql, first, last).await?;
+        fill_range(
+            &mut conn,
+            workload::NEW_OPERATION,
+            &key_sql,
+            (first, last),
+            due_every,
+        )
+        .await?;
         eprintln!("  growth fill: {} / {rows} rows", last + 1);
         first = last + 1;
     }

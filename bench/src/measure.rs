@@ -3,7 +3,7 @@
 //! and drops the database afterwards, whatever happened.
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -188,7 +188,12 @@ async fn pgbench_limit(
     bench.run(ctx.args.warmup(), ctx.args.measure()).await
 }
 
-/// New keys on an empty table, or (growth) on one pre-filled with `rows`.
+/// Of the growth table's rows, one in this many is due for tiering and
+/// another has expired, for the workers' throughput at that size.
+pub const GROWTH_DUE_EVERY: u64 = 100;
+
+/// New keys on an empty table, or (growth) on one pre-filled with `rows`,
+/// followed by the tiering and cleanup throughput at that size.
 pub async fn new_keys(ctx: &Ctx, growth_rows: Option<u64>) -> anyhow::Result<Measurement> {
     let (name, title) = match growth_rows {
         None => ("new-keys", "new keys: claim → complete".to_owned()),
@@ -196,23 +201,28 @@ pub async fn new_keys(ctx: &Ctx, growth_rows: Option<u64>) -> anyhow::Result<Mea
     };
     let db = ctx.db(name).await?;
     let result = async {
-        let mut fill = None;
-        if let Some(rows) = growth_rows {
-            ctx.env.migrate(&db.url).await?;
-            let t = db::fill_growth(&db, rows).await?;
-            fill = Some((t, db::row_count(&db).await?));
-        }
-        Ok::<_, anyhow::Error>((drive(ctx, &ctx.env, &db, Mix::NewKeys).await?, fill))
+        let Some(rows) = growth_rows else {
+            return Ok::<_, anyhow::Error>((drive(ctx, &ctx.env, &db, Mix::NewKeys).await?, None));
+        };
+        ctx.env.migrate(&db.url).await?;
+        let t = db::fill_growth(&db, rows, Some(GROWTH_DUE_EVERY)).await?;
+        let fill = (t, db::row_count(&db).await?);
+        // The workers stay off while new keys are measured, then run alone.
+        let mut quiet = ctx.env.clone();
+        quiet.extra.push(("IDEMKEY_WORKERS".into(), "off".into()));
+        let load = drive(ctx, &quiet, &db, Mix::NewKeys).await?;
+        let workers = worker_throughput(ctx, &db).await?;
+        Ok((load, Some((fill, workers))))
     }
     .await;
-    let ((r, rss), fill) = finish(db, result).await?;
+    let ((r, rss), growth) = finish(db, result).await?;
     let mut m = from_load(
         Measurement::new(name, &title, Kind::Scenario, ctx.args.clients),
         &r,
         rss,
     );
     m.limit = Some("limit-db-claim-complete".into());
-    if let Some((t, rows)) = fill {
+    if let Some(((t, rows), w)) = growth {
         m.detail("prefilled_rows", rows);
         m.detail("fill_insert_seconds", t.insert.as_secs_f64());
         m.detail("fill_vacuum_seconds", t.vacuum.as_secs_f64());
@@ -222,10 +232,74 @@ pub async fn new_keys(ctx: &Ctx, growth_rows: Option<u64>) -> anyhow::Result<Mea
             t.insert.as_secs_f64(),
             t.vacuum.as_secs_f64()
         ));
-        m.notes
-            .push("cleanup and tiering throughput: n/a (workers not built)".into());
+        m.detail("tiered_records", w.tiered);
+        m.detail("tiering_seconds", w.tiering_seconds);
+        m.detail("cleaned_records", w.cleaned);
+        m.detail("cleanup_seconds", w.cleanup_seconds);
+        m.notes.push(format!(
+            "at that size: tiering {} records/s ({} in {:.1} s), cleanup {} records/s ({} in {:.1} s), one node, local-directory archive",
+            rate(w.tiered, w.tiering_seconds),
+            human(w.tiered),
+            w.tiering_seconds,
+            rate(w.cleaned, w.cleanup_seconds),
+            human(w.cleaned),
+            w.cleanup_seconds
+        ));
     }
     Ok(m)
+}
+
+/// How fast one node's archive worker drained a backlog.
+pub struct WorkerThroughput {
+    pub tiered: u64,
+    pub tiering_seconds: f64,
+    pub cleaned: u64,
+    pub cleanup_seconds: f64,
+}
+
+fn rate(n: u64, seconds: f64) -> String {
+    if seconds > 0.0 {
+        format!("{:.0}", n as f64 / seconds)
+    } else {
+        "n/a".into()
+    }
+}
+
+/// Starts a server whose archive worker wakes at once and drains `db`'s
+/// backlog (tiering first, then cleanup, in the same wake); times each half
+/// by watching the backlog from outside.
+async fn worker_throughput(ctx: &Ctx, db: &BenchDb) -> anyhow::Result<WorkerThroughput> {
+    const POLL: Duration = Duration::from_millis(250);
+    const BUDGET: Duration = Duration::from_secs(600);
+    let (due, expired) = db::worker_backlog(db).await?;
+    let mut env = ctx.env.clone();
+    env.extra
+        .push(("IDEMKEY_WORKER_INTERVAL".into(), "1h".into()));
+    let started = Instant::now();
+    let server = env.start(&db.url).await?;
+    let mut tiered_at = None;
+    let outcome = loop {
+        let (left_due, left_expired) = db::worker_backlog(db).await?;
+        if tiered_at.is_none() && left_due == 0 {
+            tiered_at = Some(started.elapsed());
+        }
+        if let (Some(t), 0) = (tiered_at, left_expired) {
+            break Ok(WorkerThroughput {
+                tiered: due.unsigned_abs(),
+                tiering_seconds: t.as_secs_f64(),
+                cleaned: expired.unsigned_abs(),
+                cleanup_seconds: (started.elapsed() - t).as_secs_f64(),
+            });
+        }
+        if started.elapsed() > BUDGET {
+            break Err(anyhow::anyhow!(
+                "the worker left {left_due} due and {left_expired} expired records after {BUDGET:?}"
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    server.stop().await?;
+    outcome
 }
 
 pub fn human(n: u64) -> String {
@@ -406,13 +480,41 @@ pub async fn idle_connections(ctx: &Ctx) -> anyhow::Result<Measurement> {
     Ok(m)
 }
 
-pub fn tiered() -> Measurement {
-    Measurement::skipped(
-        "tiered",
-        "lookups of tiered keys",
-        Kind::Scenario,
-        "n/a (tiering not built)",
-    )
+/// (6) Replays of tiered keys with the cache off: every answer is a read of
+/// the routing entry plus a ranged read of the archive (the server's default
+/// local-directory archive). Judged against the in-house table lookup.
+pub async fn tiered(ctx: &Ctx) -> anyhow::Result<Measurement> {
+    let (var, value) = CACHE_OFF.context("the server has no cache switch")?;
+    let mut env = ctx.env.clone();
+    env.extra.push((var.into(), value.into()));
+    let db = ctx.db("tiered").await?;
+    let result = async {
+        env.migrate(&db.url).await?;
+        db::fill_replay_keys(&db, ctx.args.replay_keys).await?;
+        db::make_all_due(&db).await?;
+        let w = worker_throughput(ctx, &db).await?;
+        let load = drive(ctx, &env, &db, Mix::Replays).await?;
+        Ok::<_, anyhow::Error>((load, w))
+    }
+    .await;
+    let ((r, rss), w) = finish(db, result).await?;
+    let mut m = from_load(
+        Measurement::new(
+            "tiered",
+            "lookups of tiered keys (cache off)",
+            Kind::Scenario,
+            ctx.args.clients,
+        ),
+        &r,
+        rss,
+    );
+    m.limit = Some("limit-db-find".into());
+    m.notes.push(format!(
+        "{} keys tiered first ({} records/s), then random replays, each a routing-entry read plus a ranged read of a local-directory segment",
+        human(ctx.args.replay_keys),
+        rate(w.tiered, w.tiering_seconds)
+    ));
+    Ok(m)
 }
 
 /// The suite's wall clock, for the budget line of the report.
