@@ -35,6 +35,16 @@ const fn bind(n: usize, var: &'static str, pg_type: &'static str) -> Binding {
     Binding { n, var, pg_type }
 }
 
+/// `$n` bound to SQL NULL, as the service binds it for the default
+/// fingerprint rules (pgbench variables cannot be NULL in prepared mode).
+const fn null(n: usize, pg_type: &'static str) -> Binding {
+    Binding {
+        n,
+        var: "",
+        pg_type,
+    }
+}
+
 /// `$1..$3` of every statement: the scoped key.
 const SCOPED: [Binding; 3] = [
     bind(1, "tenant", "text"),
@@ -43,7 +53,7 @@ const SCOPED: [Binding; 3] = [
 ];
 
 /// INSERT_CLAIM's parameters, as `PgStore::insert_claim` binds them.
-pub const INSERT_CLAIM_BINDINGS: [Binding; 8] = [
+pub const INSERT_CLAIM_BINDINGS: [Binding; 9] = [
     SCOPED[0],
     SCOPED[1],
     SCOPED[2],
@@ -52,6 +62,7 @@ pub const INSERT_CLAIM_BINDINGS: [Binding; 8] = [
     bind(6, "lease_ms", "int8"),
     bind(7, "window_ms", "int8"),
     bind(8, "tier_ms", "int8"),
+    null(9, "bytea"),
 ];
 
 /// COMPLETE's parameters, as `PgStore::complete` binds them.
@@ -114,7 +125,10 @@ pub fn to_pgbench(sql: &str, bindings: &[Binding]) -> Result<String, SubstError>
                     .find(|b| b.n == n)
                     .ok_or(SubstError::Unbound(n))?;
                 used.insert(n);
-                let _ = write!(out, ":{}::{}", b.var, b.pg_type);
+                let _ = match b.var {
+                    "" => write!(out, "NULL::{}", b.pg_type),
+                    var => write!(out, ":{var}::{}", b.pg_type),
+                };
                 i += 1 + digits.len();
             }
             '\'' => {

@@ -64,6 +64,7 @@ fn outcome(text: &str) -> Arc<FinalOutcome> {
         completed_at: now,
         expires_at: now + TimeDelta::hours(24),
         outcome: Arc::from(text),
+        rules_digest: Some([5; 32]),
     })
 }
 

@@ -390,7 +390,50 @@ async fn another_tenants_policy_does_not_apply(app: TestApp) {
     );
 }
 
+/// A record keeps the fingerprint rules it was written under: a retry of
+/// the original request still replays after an admin changed them, while a
+/// new key follows the new rules.
+async fn fingerprint_rules_are_fixed_per_record(app: TestApp) {
+    // Arrange: "25.00" and "25.0" are the same amount under these rules.
+    set(
+        &app,
+        OP,
+        json!({"fingerprint": {"decimal_fields": ["/amount"], "exclude": ["/trace"]}}),
+    )
+    .await;
+    completed(&app, OP, "done", json!({"amount": "25.00", "trace": "t-1"})).await;
+    app.claim(OP, "open", json!({"amount": "25.00", "trace": "t-1"}))
+        .await
+        .assert(201, "claimed");
+
+    // Act: the rules change; nothing is normalised or excluded any more.
+    set(&app, OP, json!({"fingerprint": {}})).await;
+    let fresh = app.spawn_sibling().await.as_tenant_of(&app); // nothing cached
+
+    // Assert: each record judges retries by its own rules, on every node.
+    for node in [&app, &fresh] {
+        node.claim(OP, "done", json!({"amount": "25.0", "trace": "t-2"}))
+            .await
+            .assert(200, "completed");
+        node.claim(OP, "done", json!({"amount": "26.00", "trace": "t-1"}))
+            .await
+            .assert(422, "key_reused");
+        node.claim(OP, "open", json!({"amount": "25.0", "trace": "t-3"}))
+            .await
+            .assert(409, "in_progress");
+    }
+    // A key first claimed under the new rules follows them.
+    completed(&app, OP, "new", json!({"amount": "25.00"})).await;
+    app.claim(OP, "new", json!({"amount": "25.0"}))
+        .await
+        .assert(422, "key_reused");
+    app.claim(OP, "new", json!({"amount": "25.00"}))
+        .await
+        .assert(200, "completed");
+}
+
 idemkey_tests::on_every_backend!(
+    fingerprint_rules_are_fixed_per_record,
     a_claim_gets_the_lease_of_its_class,
     a_lease_ms_above_the_class_max_lease_is_invalid_lease,
     max_wait_caps_how_long_a_duplicate_waits,

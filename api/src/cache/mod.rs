@@ -53,6 +53,9 @@ pub struct FinalOutcome {
     pub expires_at: DateTime<Utc>,
     /// The outcome's exact text, as the owner completed it.
     pub outcome: Arc<str>,
+    /// The fingerprint rules the record was written under (`None`: the
+    /// defaults).
+    pub rules_digest: Option<[u8; 32]>,
 }
 
 impl FinalOutcome {
@@ -67,6 +70,7 @@ impl FinalOutcome {
             completed_at: record.completed_at?,
             expires_at: record.expires_at,
             outcome: Arc::from(record.outcome.as_deref()?),
+            rules_digest: record.rules_digest,
         })
     }
 

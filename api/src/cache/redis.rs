@@ -65,6 +65,9 @@ struct Stored<'a> {
     completed_at_us: i64,
     expires_at_us: i64,
     outcome: std::borrow::Cow<'a, str>,
+    /// The record's fingerprint rules digest, hex (absent: the defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rules: Option<String>,
 }
 
 enum Failure {
@@ -259,12 +262,13 @@ impl RedisCache {
 
 fn encode(o: &FinalOutcome) -> Vec<u8> {
     let stored = Stored {
-        v: 1,
+        v: 2,
         fingerprint: o.fingerprint.to_hex(),
         attempt: o.attempt,
         completed_at_us: o.completed_at.timestamp_micros(),
         expires_at_us: o.expires_at.timestamp_micros(),
         outcome: std::borrow::Cow::Borrowed(&o.outcome),
+        rules: o.rules_digest.map(hex::encode),
     };
     serde_json::to_vec(&stored).expect("a final outcome serialises")
 }
@@ -272,15 +276,21 @@ fn encode(o: &FinalOutcome) -> Vec<u8> {
 /// `None` for anything that is not an entry we wrote: it is then a miss.
 fn decode(bytes: &[u8]) -> Option<FinalOutcome> {
     let s: Stored = serde_json::from_slice(bytes).ok()?;
-    if s.v != 1 {
+    // Version 1 entries did not say which fingerprint rules applied: a miss.
+    if s.v != 2 {
         return None;
     }
+    let rules_digest = match &s.rules {
+        None => None,
+        Some(h) => Some(hex::decode(h).ok()?.try_into().ok()?),
+    };
     Some(FinalOutcome {
         fingerprint: Fingerprint::parse_hex(&s.fingerprint).ok()?,
         attempt: s.attempt,
         completed_at: DateTime::<Utc>::from_timestamp_micros(s.completed_at_us)?,
         expires_at: DateTime::<Utc>::from_timestamp_micros(s.expires_at_us)?,
         outcome: Arc::from(s.outcome.as_ref()),
+        rules_digest,
     })
 }
 
@@ -296,8 +306,14 @@ mod tests {
             completed_at: DateTime::from_timestamp_micros(1_800_000_000_123_456).unwrap(),
             expires_at: DateTime::from_timestamp_micros(1_800_086_400_123_456).unwrap(),
             outcome: Arc::from(r#"{"status_code":201,"body":{"amount":1.50, "n":1e2}}"#),
+            rules_digest: None,
         };
-        assert_eq!(decode(&encode(&o)), Some(o));
+        assert_eq!(decode(&encode(&o)), Some(o.clone()));
+        let with_rules = FinalOutcome {
+            rules_digest: Some([9; 32]),
+            ..o
+        };
+        assert_eq!(decode(&encode(&with_rules)), Some(with_rules));
         assert_eq!(decode(b"not json"), None);
         assert_eq!(decode(br#"{"v":2}"#), None);
     }

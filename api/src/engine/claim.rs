@@ -44,7 +44,12 @@ pub const SAFETY_REREAD: Duration = Duration::from_secs(1);
 const LEASE_SLACK: Duration = Duration::from_millis(5);
 
 pub struct ClaimRequest {
+    /// The request's fingerprint under the class's current rules.
     pub fingerprint: Fingerprint,
+    /// The `request` JSON text, when the client sent one (not a precomputed
+    /// fingerprint): a record written under other fingerprint rules judges
+    /// it again under its own.
+    pub request_json: Option<String>,
     pub lease_ms: Option<u64>,
     pub wait_ms: Option<u64>,
 }
@@ -102,17 +107,23 @@ impl Engine {
             lease,
             replay_window: policy.replay_window,
             tier_after: policy.tier_after(),
+            rules_digest: policy.fingerprint.digest(),
         };
+        let rules = claim.rules_digest;
         let mut races = 0;
         while races < MAX_RACES {
             // Before every look: a woken waiter often finds the outcome here,
             // cached by the first of them to look.
             if let Some(hit) = self.cache.local(k) {
-                return replay(hit, &req.fingerprint);
+                let judged = self.judged(req, rules, hit.fingerprint, hit.rules_digest);
+                return replay(hit.clone(), &judged.await?);
             }
             let since = events.as_ref().map(|e| e.since());
             let seen = match self.look_shared(k, since, &claim).await {
-                Look::Final(outcome) => return replay(outcome, &req.fingerprint),
+                Look::Final(outcome) => {
+                    let judged = self.judged(req, rules, outcome.fingerprint, outcome.rules_digest);
+                    return replay(outcome.clone(), &judged.await?);
+                }
                 Look::Row(row) if row.owner_token_hash == claim.owner => {
                     return Ok(ClaimAnswer::Claimed {
                         record: Arc::unwrap_or_clone(row),
@@ -127,7 +138,10 @@ impl Engine {
                 Look::Unavailable => return Err(ApiError::Unavailable),
             };
             let read_at = Instant::now();
-            match decide(&seen.seen(), &req.fingerprint, policy.on_lease_expiry) {
+            let judged = self
+                .judged(req, rules, seen.fingerprint, seen.rules_digest)
+                .await?;
+            match decide(&seen.seen(), &judged, policy.on_lease_expiry) {
                 Decision::Renew => {
                     // The old record is past its window, so no cache still
                     // holds it (entries end before the window does); evicting
@@ -146,7 +160,7 @@ impl Engine {
                 }
                 Decision::KeyReused => return Err(ApiError::KeyReused),
                 Decision::Replay => match FinalOutcome::of(&seen) {
-                    Some(outcome) => return replay(Arc::new(outcome), &req.fingerprint),
+                    Some(outcome) => return replay(Arc::new(outcome), &judged),
                     // A tiered outcome the archive could not give us.
                     None => return Err(ApiError::Unavailable),
                 },

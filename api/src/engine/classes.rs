@@ -102,6 +102,7 @@ impl Engine {
         op: &OperationName,
         policy: &Policy,
     ) -> Result<OperationClass, ApiError> {
+        self.remember_rules(&policy.fingerprint).await?;
         let stored = self.store.put_class(t, op, &policy.to_json()).await;
         self.policies.evict(t, op);
         Ok(OperationClass::stored(stored?)?)

@@ -19,6 +19,7 @@ mod flight;
 mod owner;
 mod policy_cache;
 mod recovery;
+mod rules;
 
 use std::sync::Arc;
 
@@ -51,6 +52,8 @@ pub struct Engine {
     policies: PolicyCache,
     events: Arc<KeyEvents>,
     flights: Arc<Flights<Look>>,
+    /// Fingerprint rule sets read from the store (`rules`).
+    rule_sets: Arc<rules::RuleSets>,
     /// Where waiting claims count their safety ticks from.
     started: tokio::time::Instant,
 }
@@ -72,6 +75,7 @@ impl Engine {
             policies: PolicyCache::new(POLICY_TTL),
             events: Arc::default(),
             flights: Arc::default(),
+            rule_sets: Arc::default(),
             started: tokio::time::Instant::now(),
         }
     }

@@ -75,6 +75,7 @@ async fn answer_claim(
     .map_err(fingerprint_error)?;
     let request = ClaimRequest {
         fingerprint,
+        request_json: body.request.as_ref().map(|r| r.get().to_owned()),
         lease_ms: body.lease_ms,
         wait_ms: body.wait_ms,
     };

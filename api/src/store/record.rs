@@ -30,6 +30,9 @@ pub struct KeyRecord {
     pub observed_at: DateTime<Utc>,
     /// Where the outcome lives once tiered (`outcome` is then `None`).
     pub routing: Option<Routing>,
+    /// The fingerprint rules the record's fingerprint was computed under
+    /// (`None`: the default rules).
+    pub rules_digest: Option<[u8; 32]>,
 }
 
 /// A routing entry: a tiered outcome's place in an archive segment.
@@ -72,6 +75,8 @@ pub struct NewClaim {
     pub lease: Duration,
     pub replay_window: Duration,
     pub tier_after: Duration,
+    /// The digest of the fingerprint rules in force (`None`: the defaults).
+    pub rules_digest: Option<[u8; 32]>,
 }
 
 /// A completion: the outcome text and its canonical hash.

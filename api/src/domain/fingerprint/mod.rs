@@ -113,6 +113,18 @@ pub struct FingerprintRules {
 }
 
 impl FingerprintRules {
+    /// The rules' identity as a record stores it: the SHA-256 of their JSON,
+    /// or `None` for the default rules (no include, exclude or decimal
+    /// fields), which need no lookup.
+    pub fn digest(&self) -> Option<[u8; 32]> {
+        (*self != Self::default()).then(|| Sha256::digest(self.to_json()).into())
+    }
+
+    /// The rules as stored beside their digest.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("rules are strings and serialise")
+    }
+
     /// Every entry must be a valid RFC 6901 pointer: `""` or starting with `/`,
     /// with `~` only in the escapes `~0` and `~1`. The error names the first bad one.
     pub fn validate(&self) -> Result<(), FingerprintError> {

@@ -11,7 +11,8 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 
 use super::{
-    hash32, millis, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError, StoreResult,
+    hash32, millis, opt_hash32, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError,
+    StoreResult,
 };
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
@@ -23,7 +24,7 @@ macro_rules! record {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
           updated_at, steps, history, segment, segment_offset, segment_len, \
-          segment_sha256, tiered_at, now() as observed_at "
+          segment_sha256, tiered_at, rules_digest, now() as observed_at "
     };
 }
 
@@ -79,13 +80,14 @@ pub mod sql {
 }
 
 /// A new claim: `$1..$3` the scoped key, `$4` fingerprint, `$5` owner hash,
-/// `$6` lease, `$7` replay window, `$8` tiering delay (ms). No row: taken.
+/// `$6` lease, `$7` replay window, `$8` tiering delay (ms), `$9` the
+/// fingerprint rules' digest (null: the defaults). No row: taken.
 pub const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
        owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at, \
-       history) \
+       rules_digest, history) \
      values ($1, $2, $3, $4, 'in_progress', 1, $5, now(), now() + $6 * interval '1 millisecond', $6, \
-       now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond', now(), now(), \
+       now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond', now(), now(), $9, \
        jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'at', ",
     now_text!(),
     "))::text) on conflict do nothing returning",
@@ -102,6 +104,7 @@ const RENEW_EXPIRED: &str = concat!(
        expires_at = now() + $7 * interval '1 millisecond', tier_at = now() + $8 * interval '1 millisecond', \
        created_at = now(), updated_at = now(), steps = '{}', segment = null, \
        segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
+       rules_digest = $9, \
        history = jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'renewed', true, 'at', ",
     now_text!(),
     "))::text where",
@@ -340,6 +343,7 @@ fn new_claim<'q>(q: PgQuery<'q>, k: &ScopedKey, c: &NewClaim) -> PgQuery<'q> {
         .bind(millis(c.lease))
         .bind(millis(c.replay_window))
         .bind(millis(c.tier_after))
+        .bind(c.rules_digest.map(|d| d.to_vec()))
 }
 
 fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
@@ -367,6 +371,7 @@ fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
         updated_at: row.try_get("updated_at")?,
         observed_at: row.try_get("observed_at")?,
         routing: routing_from_row(row, row.try_get("tiered_at")?)?,
+        rules_digest: opt_hash32(row.try_get("rules_digest")?)?,
     })
 }
 

@@ -18,7 +18,8 @@ use sqlx::sqlite::{
 use sqlx::Row;
 
 use super::{
-    hash32, millis, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError, StoreResult,
+    hash32, millis, opt_hash32, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError,
+    StoreResult,
 };
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
@@ -29,7 +30,7 @@ macro_rules! record {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
           updated_at, steps, history, segment, segment_offset, segment_len, \
-          segment_sha256, tiered_at "
+          segment_sha256, tiered_at, rules_digest "
     };
 }
 
@@ -76,12 +77,13 @@ macro_rules! live {
 mod recovery;
 mod usage;
 
-// ?5 fingerprint, ?6 owner hash, ?7 lease ms, ?8 window ms, ?9 tier-after ms
+// ?5 fingerprint, ?6 owner hash, ?7 lease ms, ?8 window ms, ?9 tier-after ms,
+// ?10 the fingerprint rules' digest (null: the defaults)
 const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
        owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at, \
-       history) \
-     values (?1, ?2, ?3, ?5, 'in_progress', 1, ?6, ?4, ?4 + ?7, ?7, ?4 + ?8, ?4 + ?9, ?4, ?4, \
+       rules_digest, history) \
+     values (?1, ?2, ?3, ?5, 'in_progress', 1, ?6, ?4, ?4 + ?7, ?7, ?4 + ?8, ?4 + ?9, ?4, ?4, ?10, \
        json_array(json_object('event', 'claimed', 'attempt', 1, 'at', ",
     now_text!(),
     "))) on conflict do nothing returning",
@@ -96,6 +98,7 @@ const RENEW_EXPIRED: &str = concat!(
        outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
        expires_at = ?4 + ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4, steps = '{}', segment = null, \
        segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
+       rules_digest = ?10, \
        history = json_array(json_object('event', 'claimed', 'attempt', 1, 'renewed', json('true'), 'at', ",
     now_text!(),
     ")) where",
@@ -327,6 +330,7 @@ fn new_claim<'q>(
         .bind(millis(c.lease))
         .bind(millis(c.replay_window))
         .bind(millis(c.tier_after))
+        .bind(c.rules_digest.map(|d| d.to_vec()))
 }
 
 fn time(row: &SqliteRow, column: &str) -> StoreResult<DateTime<Utc>> {
@@ -374,5 +378,6 @@ fn record_from_row(row: &SqliteRow, now: DateTime<Utc>) -> StoreResult<KeyRecord
             row.try_get("segment_sha256")?,
             opt_time(row, "tiered_at")?,
         )?,
+        rules_digest: opt_hash32(row.try_get("rules_digest")?)?,
     })
 }
