@@ -52,6 +52,9 @@ pub struct Config {
     /// `IDEMKEY_TEST_FAILPOINT`: where the archive worker stops dead, for
     /// crash tests. Never set in production.
     pub failpoint: Option<String>,
+    /// `IDEMKEY_TENANT_RATE_LIMIT`: API calls per second per tenant on this
+    /// node; `None`: no limit.
+    pub tenant_rate_limit: Option<std::num::NonZeroU32>,
 }
 
 impl Config {
@@ -115,6 +118,14 @@ impl Config {
                     format!("IDEMKEY_WORKER_INTERVAL: expected a duration such as 30s, got {s:?}")
                 })?,
         };
+        let tenant_rate_limit = match var("IDEMKEY_TENANT_RATE_LIMIT").as_deref() {
+            None | Some("off") => None,
+            Some(s) => Some(s.parse::<std::num::NonZeroU32>().ok().with_context(|| {
+                format!(
+                    "IDEMKEY_TENANT_RATE_LIMIT: expected calls per second (a positive integer) or off, got {s:?}"
+                )
+            })?),
+        };
         let redis_url = var("IDEMKEY_REDIS_URL");
         if let Some(url) = &redis_url {
             let supported = ["redis://", "redis+unix://", "unix://"];
@@ -143,6 +154,7 @@ impl Config {
             workers,
             worker_interval,
             failpoint: var("IDEMKEY_TEST_FAILPOINT"),
+            tenant_rate_limit,
             data_dir,
         })
     }

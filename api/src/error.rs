@@ -47,6 +47,9 @@ pub enum ApiError {
     },
     #[error("unavailable")]
     Unavailable,
+    /// The tenant is over its rate limit on this node.
+    #[error("rate limited")]
+    RateLimited { retry_after: Duration },
 }
 
 impl ApiError {
@@ -69,6 +72,7 @@ impl ApiError {
             Self::KeyReused => "key_reused",
             Self::Conflict { code, .. } => code,
             Self::Unavailable => "unavailable",
+            Self::RateLimited { .. } => "rate_limited",
         }
     }
 
@@ -87,6 +91,7 @@ impl ApiError {
             Self::KeyReused => "The key was used with a different request",
             Self::Conflict { title, .. } => title,
             Self::Unavailable => "The store cannot answer right now; retry",
+            Self::RateLimited { .. } => "Too many calls for this tenant; retry after the delay",
         }
     }
 
@@ -102,6 +107,10 @@ impl ApiError {
         match self {
             Self::InProgress { retry_after, .. } => Some(*retry_after),
             Self::Unavailable => Some(Duration::from_secs(1)),
+            // Whole seconds, rounded up: never invite a retry too early.
+            Self::RateLimited { retry_after } => {
+                Some(Duration::from_secs(retry_after.as_secs_f64().ceil() as u64))
+            }
             _ => None,
         }
     }
@@ -122,6 +131,7 @@ impl ResponseError for ApiError {
             | Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::KeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod lease_watch;
 pub mod metrics;
+pub mod ratelimit;
 pub mod routes;
 pub mod startup;
 pub mod store;

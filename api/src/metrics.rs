@@ -70,6 +70,7 @@ pub struct Metrics {
     pub stuck_keys: Family<Kind, Gauge>,
     pub stuck_oldest_age_seconds: Family<Kind, Gauge>,
     pub lease_watch_quarantined: Counter,
+    pub rate_limited: Counter,
     pub tiered_records: Counter,
     pub segments_written: Counter,
     pub cleaned_records: Counter,
@@ -104,6 +105,7 @@ impl Metrics {
             stuck_keys: Family::default(),
             stuck_oldest_age_seconds: Family::default(),
             lease_watch_quarantined: Counter::default(),
+            rate_limited: Counter::default(),
             tiered_records: Counter::default(),
             segments_written: Counter::default(),
             cleaned_records: Counter::default(),
@@ -175,6 +177,11 @@ impl Metrics {
             "lease_watch_quarantined",
             "Expired leases the lease watch quarantined under a quarantine policy",
             m.lease_watch_quarantined.clone(),
+        );
+        registry.register(
+            "rate_limited",
+            "API calls refused with 429 because their tenant was over its rate limit on this node",
+            m.rate_limited.clone(),
         );
         registry.register(
             "tiered_records",

@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::domain::EffectSecret;
 use crate::engine::Engine;
 use crate::metrics::Metrics;
+use crate::ratelimit::TenantLimiter;
 use crate::routes::{self, AppState};
 use crate::store::{redact, Store};
 use crate::usage::{Usage, FLUSH_EVERY};
@@ -51,10 +52,17 @@ impl Application {
         }
         let usage = Usage::new(store);
         let flusher = usage.spawn_flusher(FLUSH_EVERY);
+        let limiter = config.tenant_rate_limit.map(|calls| {
+            let limiter = TenantLimiter::per_second(calls);
+            limiter.spawn_forgetting();
+            tracing::info!(calls_per_second = calls, "per-tenant rate limit on");
+            limiter
+        });
         let state = web::Data::new(AppState {
             engine,
             verifier,
             usage: usage.clone(),
+            limiter,
         });
         let addr = listener.local_addr()?;
         let port = addr.port();

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::db::Backend;
 use crate::tokens::{fresh_tenant, token, TEST_KID, TEST_SECRET};
 
+#[derive(Clone)]
 pub struct TestApp {
     pub address: String,
     pub database_url: String,

@@ -39,10 +39,17 @@ fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim())
         .ok_or(ApiError::Unauthorized)?;
-    state.verifier.verify(token).map(Caller).map_err(|e| {
+    let principal = state.verifier.verify(token).map_err(|e| {
         tracing::debug!(reason = %e, "token refused");
         ApiError::Unauthorized
-    })
+    })?;
+    if let Some(limiter) = &state.limiter {
+        limiter.check(&principal.tenant).map_err(|wait| {
+            state.engine.metrics.rate_limited.inc();
+            ApiError::RateLimited { retry_after: wait }
+        })?;
+    }
+    Ok(Caller(principal))
 }
 
 impl Caller {

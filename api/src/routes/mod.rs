@@ -27,6 +27,8 @@ pub struct AppState {
     pub verifier: Arc<Verifier>,
     /// This node's usage counts, fed by the claim and release handlers.
     pub usage: Usage,
+    /// The per-tenant rate limit (`IDEMKEY_TENANT_RATE_LIMIT`), if set.
+    pub limiter: Option<crate::ratelimit::TenantLimiter>,
 }
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
