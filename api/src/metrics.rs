@@ -9,6 +9,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -71,6 +72,8 @@ pub struct Metrics {
     pub stuck_oldest_age_seconds: Family<Kind, Gauge>,
     pub lease_watch_quarantined: Counter,
     pub rate_limited: Counter,
+    pub claim_seconds: Family<Status, Histogram, fn() -> Histogram>,
+    pub outcome_bytes: Histogram,
     pub tiered_records: Counter,
     pub segments_written: Counter,
     pub cleaned_records: Counter,
@@ -106,6 +109,9 @@ impl Metrics {
             stuck_oldest_age_seconds: Family::default(),
             lease_watch_quarantined: Counter::default(),
             rate_limited: Counter::default(),
+            claim_seconds: Family::new_with_constructor(claim_histogram),
+            // 64 bytes to 8 MiB, the largest outcome a class may allow.
+            outcome_bytes: Histogram::new(exponential_buckets(64.0, 2.0, 18)),
             tiered_records: Counter::default(),
             segments_written: Counter::default(),
             cleaned_records: Counter::default(),
@@ -177,6 +183,16 @@ impl Metrics {
             "lease_watch_quarantined",
             "Expired leases the lease watch quarantined under a quarantine policy",
             m.lease_watch_quarantined.clone(),
+        );
+        registry.register(
+            "claim_seconds",
+            "Claim latency as the server saw it (body read to answer), by status word or problem code",
+            m.claim_seconds.clone(),
+        );
+        registry.register(
+            "outcome_bytes",
+            "Sizes of outcomes stored by complete and resolve",
+            m.outcome_bytes.clone(),
         );
         registry.register(
             "rate_limited",
@@ -253,8 +269,11 @@ impl Metrics {
         self.redis_fallbacks.get_or_create(&Reason { reason }).inc();
     }
 
-    pub fn claim_answered(&self, status: &'static str) {
+    pub fn claim_answered(&self, status: &'static str, took: std::time::Duration) {
         self.claims.get_or_create(&Status { status }).inc();
+        self.claim_seconds
+            .get_or_create(&Status { status })
+            .observe(took.as_secs_f64());
     }
 
     pub fn woken(&self, cause: &'static str) {
@@ -299,6 +318,11 @@ impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.claim_waiters.dec();
     }
+}
+
+/// 250 µs to about 4 s, doubling: the same scale as the dashboard's latency.
+fn claim_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_25, 2.0, 15))
 }
 
 #[cfg(test)]

@@ -41,6 +41,9 @@ impl Engine {
         };
         if let Some(record) = self.counted("complete").complete(k, &completion).await? {
             self.changed(k);
+            self.metrics
+                .outcome_bytes
+                .observe(outcome.json.len() as f64);
             return Ok(record);
         }
         let current = self.owned_by(k, call).await?;

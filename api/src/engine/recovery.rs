@@ -90,6 +90,9 @@ impl Engine {
             .resolve_complete(k, by, &completion);
         if let Some(record) = resolved.await? {
             self.changed(k);
+            self.metrics
+                .outcome_bytes
+                .observe(outcome.json.len() as f64);
             return Ok(record);
         }
         let current = self.resolvable_by(k, by).await?;

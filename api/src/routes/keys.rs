@@ -42,12 +42,13 @@ pub async fn claim(
     path: KeyPath,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let started = std::time::Instant::now();
     let answer = answer_claim(&state, caller, path, payload).await;
     let word = match &answer {
         Ok((word, _)) => word,
         Err(e) => e.code(),
     };
-    state.engine.metrics.claim_answered(word);
+    state.engine.metrics.claim_answered(word, started.elapsed());
     answer.map(|(_, response)| response)
 }
 
