@@ -181,6 +181,12 @@ impl Store {
     }
 }
 
+/// A byte count or offset as both databases store it (a signed 64-bit
+/// integer).
+fn to_i64(n: u64) -> StoreResult<i64> {
+    i64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{n} does not fit a 64-bit integer")))
+}
+
 /// A random id for a segment's advisory lock.
 fn lock_id() -> i64 {
     rand::random()

@@ -5,7 +5,7 @@
 use sqlx::postgres::{PgPool, PgRow, Postgres};
 use sqlx::{Row, Transaction};
 
-use super::{key_from, lock_id, ArchiveLag, Placement, SealedSegment, TierCandidate};
+use super::{key_from, lock_id, to_i64, ArchiveLag, Placement, SealedSegment, TierCandidate};
 use crate::domain::Fingerprint;
 use crate::store::{hash32, PgStore, StoreError, StoreResult};
 
@@ -188,10 +188,6 @@ struct SlimColumns {
     offset: Vec<i64>,
     len: Vec<i64>,
     sha256: Vec<Vec<u8>>,
-}
-
-fn to_i64(n: u64) -> StoreResult<i64> {
-    i64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{n} does not fit a bigint")))
 }
 
 impl PgStore {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::sqlite::{Sqlite, SqlitePool, SqliteRow};
 use sqlx::{Row, Transaction};
 
-use super::{key_from, lock_id, ArchiveLag, Placement, SealedSegment, TierCandidate};
+use super::{key_from, lock_id, to_i64, ArchiveLag, Placement, SealedSegment, TierCandidate};
 use crate::domain::Fingerprint;
 use crate::store::{hash32, SqliteStore, StoreError, StoreResult};
 
@@ -173,10 +173,6 @@ impl SqliteTiering {
         }
         Ok(())
     }
-}
-
-fn to_i64(n: u64) -> StoreResult<i64> {
-    i64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{n} does not fit an integer")))
 }
 
 impl SqliteStore {
