@@ -55,6 +55,8 @@ pub struct Config {
     /// `IDEMKEY_TENANT_RATE_LIMIT`: API calls per second per tenant on this
     /// node; `None`: no limit.
     pub tenant_rate_limit: Option<std::num::NonZeroU32>,
+    /// `IDEMKEY_DATABASE_POOL`: Postgres connections per node.
+    pub database_pool: u32,
 }
 
 impl Config {
@@ -126,6 +128,16 @@ impl Config {
                 )
             })?),
         };
+        let database_pool = match var("IDEMKEY_DATABASE_POOL") {
+            None => crate::store::DEFAULT_POOL,
+            Some(s) => s
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .with_context(|| {
+                    format!("IDEMKEY_DATABASE_POOL: expected 1-1000 connections, got {s:?}")
+                })?,
+        };
         let redis_url = var("IDEMKEY_REDIS_URL");
         if let Some(url) = &redis_url {
             let supported = ["redis://", "redis+unix://", "unix://"];
@@ -155,6 +167,7 @@ impl Config {
             worker_interval,
             failpoint: var("IDEMKEY_TEST_FAILPOINT"),
             tenant_rate_limit,
+            database_pool,
             data_dir,
         })
     }

@@ -146,7 +146,7 @@ async fn open_archive(config: &Config) -> anyhow::Result<Archive> {
 /// Connects to the configured database and brings its schema up to date.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let url = config.database_url.as_str();
-    let store = Store::connect(url).await?;
+    let store = Store::connect_pooled(url, config.database_pool).await?;
     store
         .migrate()
         .await

@@ -83,6 +83,17 @@ pub struct Args {
     /// server and Postgres).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// An extra variable for every server the suite starts, as NAME=value
+    /// (repeatable), e.g. `--server-env IDEMKEY_DATABASE_POOL=64`.
+    #[arg(long = "server-env", value_parser = parse_var)]
+    pub server_env: Vec<(String, String)>,
+}
+
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .filter(|(name, _)| !name.is_empty())
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("expected NAME=value, got {s:?}"))
 }
 
 impl Args {

@@ -94,7 +94,8 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
     let work_dir = std::env::temp_dir().join(format!("idemkey-bench-{run_id}"));
     std::fs::create_dir_all(&work_dir)?;
     let server_bin = std::fs::canonicalize(&args.server_bin)?;
-    let env = ServerEnv::new(server_bin, work_dir.clone());
+    let mut env = ServerEnv::new(server_bin, work_dir.clone());
+    env.extra.extend(args.server_env.iter().cloned());
     let ctx = Ctx {
         token: env.token()?,
         env,

@@ -49,6 +49,9 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Postgres connections per node unless `IDEMKEY_DATABASE_POOL` says.
+pub const DEFAULT_POOL: u32 = 16;
+
 /// The configured backend.
 #[derive(Clone, Debug)]
 pub enum Store {
@@ -67,10 +70,18 @@ macro_rules! dispatch {
 }
 
 impl Store {
-    /// Opens the backend named by the URL's scheme.
+    /// Opens the backend named by the URL's scheme, with the default pool.
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        Self::connect_pooled(url, DEFAULT_POOL).await
+    }
+
+    /// Opens the backend named by the URL's scheme; a Postgres pool keeps at
+    /// most `max_connections` connections.
+    pub async fn connect_pooled(url: &str, max_connections: u32) -> anyhow::Result<Self> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(Self::Postgres(PgStore::connect(url).await?));
+            return Ok(Self::Postgres(
+                PgStore::connect(url, max_connections).await?,
+            ));
         }
         if url.starts_with("sqlite:") {
             return Ok(Self::Sqlite(SqliteStore::connect(url).await?));

@@ -188,9 +188,9 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+    pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<Self> {
         let pool = PgPoolOptions::new()
-            .max_connections(16)
+            .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(5))
             .test_before_acquire(false)
             .before_acquire(|conn, meta| {
