@@ -3,10 +3,11 @@
 # Garage's admin API (v2): a layout for the node, the access key the idemkey
 # nodes use (imported, so it is the one in deploy/.env), and the bucket with
 # read/write for that key. Each step is skipped when already done, so a
-# second `docker compose up` changes nothing.
+# second `docker compose up` changes nothing. GARAGE_ADMIN_URL (default
+# http://garage:3903) points it at another node, to run it outside Compose.
 set -eu
 
-api=http://garage:3903/v2
+api=${GARAGE_ADMIN_URL:-http://garage:3903}/v2
 call() {
   curl -fsS -H "Authorization: Bearer $GARAGE_ADMIN_TOKEN" \
     -H 'Content-Type: application/json' "$@"
