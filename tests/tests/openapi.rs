@@ -2,8 +2,8 @@
 //! it (SPEC section 9): the document's paths and methods are exactly the
 //! routes the API registers (`idemkey_api::routes::ROUTES`, the table
 //! `configure` is generated from), its security and `x-roles` are what the
-//! server enforces, and its `ErrorCode` enum is every `code` the source can
-//! emit.
+//! server enforces, its `ErrorCode` enum is every `code` the source can
+//! emit, and live answers carry exactly the members their schemas name.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -220,6 +220,125 @@ async fn every_documented_error_is_a_problem_document() {
             }
         }
     }
+}
+
+#[tokio::test]
+async fn answers_carry_exactly_the_members_their_schemas_document() {
+    let app = TestApp::spawn().await;
+    let doc = document(&app).await;
+    let request = serde_json::json!({"amount": "25.00"});
+    let outcome = serde_json::json!({"status_code": 201, "body": {"charge": "ch_1"}});
+
+    let claimed = app.claim("charges.create", "k1", request.clone()).await;
+    let owner = claimed.owner_token();
+    let completed = app.complete("charges.create", "k1", &owner, outcome).await;
+    let replay = app.claim("charges.create", "k1", request.clone()).await;
+    let lookup = app.lookup("charges.create", "k1").await;
+    let reused = app
+        .claim("charges.create", "k1", serde_json::json!(1))
+        .await;
+    app.claim("charges.create", "k2", request.clone())
+        .await
+        .assert(201, "claimed");
+    let in_progress = app.claim("charges.create", "k2", request.clone()).await;
+    app.expire_lease("k2").await;
+    let recovering = app.claim("charges.create", "k2", request.clone()).await;
+    let step = send(
+        &app,
+        Method::PUT,
+        "/v1/keys/charges.create/k2/steps/database",
+        serde_json::json!({"owner_token": recovering.owner_token(), "provider_ref": "db-1"}),
+    )
+    .await;
+    let quarantined = app
+        .call(
+            "charges.create",
+            "k2",
+            "quarantine",
+            serde_json::json!({"owner_token": recovering.owner_token(), "reason": "unsure"}),
+        )
+        .await;
+    let k3 = app.claim("charges.create", "k3", request).await;
+    let released = app.release("charges.create", "k3", &k3.owner_token()).await;
+    let page = app.request(Method::GET, "/v1/keys").await;
+    let policy = app.get_class("charges.create").await;
+
+    for (answer, status, schema) in [
+        (&claimed, 201, "Claimed"),
+        (&completed, 200, "Record"),
+        (&replay, 200, "Replay"),
+        (&lookup, 200, "Record"),
+        (&reused, 422, "Problem"),
+        (&in_progress, 409, "InProgressProblem"),
+        (&recovering, 200, "Recovering"),
+        (&step, 200, "Record"),
+        (&quarantined, 200, "Record"),
+        (&released, 200, "Released"),
+        (&page, 200, "KeyPage"),
+        (&policy, 200, "Policy"),
+    ] {
+        assert_eq!(answer.status, status, "{schema}: {}", answer.text);
+        assert_members(&doc, schema, &answer.json());
+    }
+    for item in page.json()["items"].as_array().expect("items") {
+        assert_members(&doc, "KeyItem", item);
+    }
+    for event in lookup.json()["history"].as_array().expect("history") {
+        assert_members(&doc, "HistoryEvent", event);
+    }
+}
+
+async fn send(app: &TestApp, method: Method, path: &str, body: Value) -> Answer {
+    let request = app
+        .client
+        .request(method, format!("{}{path}", app.address))
+        .bearer_auth(&app.token)
+        .json(&body);
+    Answer::from(request.send().await.expect("request")).await
+}
+
+/// Every member of `value` is a property of schema `name` (or of the schemas
+/// it is `allOf`), and every required property is present.
+#[track_caller]
+fn assert_members(doc: &Value, name: &str, value: &Value) {
+    let mut properties = BTreeSet::new();
+    let mut required = BTreeSet::new();
+    let mut pending = vec![&doc["components"]["schemas"][name]];
+    while let Some(schema) = pending.pop() {
+        let schema = resolve(doc, schema);
+        pending.extend(schema["allOf"].as_array().into_iter().flatten());
+        properties.extend(
+            schema["properties"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.clone()),
+        );
+        required.extend(
+            schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| r.as_str().unwrap_or_default().to_owned()),
+        );
+    }
+    assert!(!properties.is_empty(), "schema {name} has properties");
+    let members: BTreeSet<String> = value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        members.difference(&properties).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "{name}: undocumented members in {value}"
+    );
+    assert_eq!(
+        required.difference(&members).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "{name}: required members missing in {value}"
+    );
 }
 
 #[tokio::test]
