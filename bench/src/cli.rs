@@ -49,11 +49,16 @@ pub struct Args {
     #[arg(long, default_value_t = 5000)]
     pub storm_wait_ms: u64,
     /// The coalescing window of the server's hot-key reads, in ms, to judge
-    /// "at most one database read per window" (the cache branch sets it).
-    #[arg(long)]
-    pub coalescing_window_ms: Option<u64>,
-    /// The server's `/metrics` counter of database reads.
-    #[arg(long, default_value = "idemkey_store_statements_total")]
+    /// "at most one database read per window" (default: the server's own,
+    /// `idemkey_api::engine::COALESCING_WINDOW`).
+    #[arg(long, default_value_t = idemkey_api::engine::COALESCING_WINDOW.as_millis() as u64)]
+    pub coalescing_window_ms: u64,
+    /// The server's `/metrics` series that counts reads of a key's record
+    /// (every series starting with this text is summed).
+    #[arg(
+        long,
+        default_value = r#"idemkey_store_statements_total{statement="find"}"#
+    )]
     pub db_reads_metric: String,
     /// Idle keep-alive connections for the memory measurement.
     #[arg(long, default_value_t = 1000)]

@@ -274,9 +274,7 @@ fn storm_reads(ms: &[Measurement], args: &Args) -> Result<f64, String> {
                 "no /metrics read counter in this build; Postgres counted {pg} index scans on the key during the storm"
             )
         })?;
-    let window = args
-        .coalescing_window_ms
-        .ok_or("coalescing window unknown: pass --coalescing-window-ms")?;
+    let window = args.coalescing_window_ms;
     let storm_ms = m
         .details
         .get("storm_ms")
@@ -375,8 +373,7 @@ mod tests {
         assert!(why.contains("5000 index scans"), "{why}");
         storm.detail("metric_db_reads", 4.0);
         let ms = vec![storm];
-        assert!(storm_reads(&ms, &args).unwrap_err().contains("window"));
-        args.coalescing_window_ms = Some(500);
+        args.coalescing_window_ms = 500;
         assert_eq!(storm_reads(&ms, &args), Ok(1.0));
     }
 

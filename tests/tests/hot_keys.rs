@@ -151,7 +151,56 @@ async fn a_retry_storm_on_a_completed_key_costs_one_look(app: TestApp) {
     );
 }
 
+/// Waiting claims that arrive one after another (not at once, so single
+/// flight alone would not join them) while the key is in progress read it
+/// once per coalescing window, not once each.
+async fn waiting_claims_arriving_one_by_one_share_a_recent_look(app: TestApp) {
+    // Arrange: an owner holds the key.
+    const WAITERS: usize = 40;
+    let app = Arc::new(app);
+    let owner = app.claim(OP, "hot", json!({"n": 1})).await.owner_token();
+    let finds = |m: &idemkey_tests::app::Metrics| {
+        m.get("idemkey_store_statements_total{statement=\"find\"}")
+    };
+    let before = app.metrics().await;
+
+    // Act: forty waiting claims, each sent once the previous one waits.
+    let mut tasks = JoinSet::new();
+    for n in 0..WAITERS {
+        let app2 = app.clone();
+        tasks.spawn(async move {
+            let body = json!({"request": {"n": 1}, "wait_ms": 10_000});
+            app2.call(OP, "hot", "claim", body).await
+        });
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while app.metrics().await.get("idemkey_claim_waiters") < (n + 1) as f64 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "waiter {n} never waited"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+    let arrived = app.metrics().await;
+    app.complete(OP, "hot", &owner, json!({"status_code": 201}))
+        .await
+        .assert(200, "completed");
+    let answers: Vec<Answer> = tasks.join_all().await;
+
+    // Assert: all replayed; arrivals cost a read per window, not per claim.
+    assert!(answers
+        .iter()
+        .all(|a| a.status == 200 && a.word() == "completed"));
+    let arrival_reads = finds(&arrived) - finds(&before);
+    println!("{WAITERS} waiting claims arriving one by one: {arrival_reads} reads");
+    assert!(
+        arrival_reads <= 8.0,
+        "{arrival_reads} reads for {WAITERS} arrivals"
+    );
+}
+
 idemkey_tests::on_every_backend!(
+    waiting_claims_arriving_one_by_one_share_a_recent_look,
     five_hundred_concurrent_claims_of_one_new_key_cost_a_bounded_number_of_statements,
     a_retry_storm_on_a_completed_key_costs_one_look,
 );

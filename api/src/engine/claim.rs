@@ -100,6 +100,10 @@ impl Engine {
         let deadline = Instant::now() + policy.wait_for(req.wait_ms);
         // Subscribed before the first look, so no change after it is missed.
         let mut events = (deadline > Instant::now()).then(|| self.events.subscribe(k.hash()));
+        // Until an event arrives, a recent look may be older than the
+        // subscription: no change was heard since it started, or it would
+        // have been dropped.
+        let subscribed = events.as_ref().map(|e| e.since());
         let token = OwnerToken::generate();
         let claim = NewClaim {
             fingerprint: req.fingerprint,
@@ -119,7 +123,20 @@ impl Engine {
                 return replay(hit.clone(), &judged.await?);
             }
             let since = events.as_ref().map(|e| e.since());
-            let seen = match self.look_shared(k, since, &claim).await {
+            // Only a claim that asked to wait reuses a recent look: it is
+            // woken by key events anyway, and the storm of retries it stands
+            // for is what the coalescing window is for.
+            let recent = events
+                .as_ref()
+                .and_then(|_| self.recent.get(k, since.filter(|s| Some(*s) != subscribed)));
+            let look = match recent {
+                Some(row) => {
+                    self.metrics.coalesced_reads.inc();
+                    Look::Row(row)
+                }
+                None => self.look_shared(k, since, &claim).await,
+            };
+            let seen = match look {
                 Look::Final(outcome) => {
                     let judged = self.judged(req, rules, outcome.fingerprint, outcome.rules_digest);
                     return replay(outcome.clone(), &judged.await?);
@@ -255,8 +272,11 @@ impl Engine {
         k: &ScopedKey,
         claim: &NewClaim,
     ) -> Result<Look, crate::store::StoreError> {
+        let started = Instant::now();
         if let Some(row) = self.counted("insert_claim").insert_claim(k, claim).await? {
-            return Ok(Look::Row(Arc::new(row)));
+            let row = Arc::new(row);
+            self.recent.remember(k, started, &row);
+            return Ok(Look::Row(row));
         }
         // Someone holds the key. Read it as its own statement (never in the
         // same statement as the insert: under concurrency that read can miss
@@ -285,7 +305,11 @@ impl Engine {
                 }
                 Look::Final(outcome)
             }
-            None => Look::Row(Arc::new(row)),
+            None => {
+                let row = Arc::new(row);
+                self.recent.remember(k, started, &row);
+                Look::Row(row)
+            }
         })
     }
 

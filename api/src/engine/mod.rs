@@ -18,6 +18,7 @@ mod events;
 mod flight;
 mod owner;
 mod policy_cache;
+mod recent;
 mod recovery;
 mod rules;
 
@@ -27,6 +28,7 @@ pub use claim::{ClaimAnswer, ClaimRequest};
 pub use classes::OperationClass;
 pub use owner::OwnerCall;
 pub use policy_cache::POLICY_TTL;
+pub use recent::COALESCING_WINDOW;
 pub use recovery::MAX_STEPS;
 
 use crate::archive::Archive;
@@ -54,6 +56,8 @@ pub struct Engine {
     flights: Arc<Flights<Look>>,
     /// Fingerprint rule sets read from the store (`rules`).
     rule_sets: Arc<rules::RuleSets>,
+    /// In-progress looks reused within the coalescing window (`recent`).
+    recent: Arc<recent::RecentLooks>,
     /// Where waiting claims count their safety ticks from.
     started: tokio::time::Instant,
 }
@@ -76,6 +80,7 @@ impl Engine {
             events: Arc::default(),
             flights: Arc::default(),
             rule_sets: Arc::default(),
+            recent: Arc::default(),
             started: tokio::time::Instant::now(),
         }
     }
@@ -114,6 +119,7 @@ impl Engine {
     /// copy here. Other nodes hear of it through the database.
     fn changed(&self, k: &ScopedKey) {
         let h = k.hash();
+        self.recent.changed(h);
         self.cache.evict_local(h);
         self.events.publish(h);
     }
@@ -123,11 +129,13 @@ impl Engine {
         match heard {
             Heard::Key(h) => {
                 self.metrics.key_event("postgres");
+                self.recent.changed(h);
                 self.cache.evict_local(h);
                 self.events.publish(h);
             }
             Heard::Gap => {
                 self.metrics.key_event("gap");
+                self.recent.gap();
                 self.cache.clear_local();
                 self.events.publish_all();
             }

@@ -1,0 +1,212 @@
+//! The coalescing window for hot keys: a look that found a key **in
+//! progress** is reused, for up to [`COALESCING_WINDOW`], by later claims of
+//! the same key on this node that asked to wait (`wait_ms`), instead of
+//! reading the database again. A claim that does not wait always reads.
+//!
+//! Single flight (`flight`) only shares a look among claims that arrive
+//! while it runs; a retry storm whose requests arrive one after another
+//! would still read the key once per request. Within the window they read
+//! it once in all.
+//!
+//! What a reused look can decide is narrow, and that is what makes it safe:
+//! it only ever describes another attempt's in-progress record whose lease
+//! is still running (by the snapshot, aged by the time since it was read).
+//! So the answers it leads to are `in_progress` (or a wait) and
+//! `key_reused` (fingerprints never change) — never ownership, a replay or
+//! a takeover, which always come from a fresh look. A snapshot is dropped
+//! as soon as this node hears the key changed (its own completion, release
+//! or quarantine, or another node's through the key-event trigger), and
+//! all of them when the event stream had a gap; a waiting claim woken by an
+//! event asks for a look newer than the event and never gets an older
+//! snapshot. The cost of a lost event is bounded by the window: a claim may
+//! be told `in_progress` (retryable) up to that long after the owner
+//! finished.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::domain::{KeyHash, RecordState, ScopedKey};
+use crate::store::KeyRecord;
+
+/// How long a look that found a key in progress stands in for new ones.
+pub const COALESCING_WINDOW: Duration = Duration::from_millis(250);
+
+/// A snapshot is not reused when its lease ends within this margin.
+const LEASE_MARGIN: Duration = Duration::from_millis(50);
+
+struct Snapshot {
+    /// When the look that read it started (a change after this moment
+    /// makes it stale).
+    started: Instant,
+    /// When its row arrived (the row's `observed_at` is the database clock
+    /// at that moment).
+    read_at: Instant,
+    row: Arc<KeyRecord>,
+}
+
+pub(super) struct RecentLooks {
+    snapshots: moka::sync::Cache<KeyHash, Arc<Snapshot>>,
+    /// When each key last changed, kept long enough to outlive any snapshot
+    /// taken before the change.
+    changed: moka::sync::Cache<KeyHash, Instant>,
+    /// The last gap in the key-event stream: every earlier snapshot is void.
+    gap: Mutex<Option<Instant>>,
+}
+
+impl Default for RecentLooks {
+    fn default() -> Self {
+        Self {
+            snapshots: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(COALESCING_WINDOW)
+                .build(),
+            changed: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(COALESCING_WINDOW * 2 + Duration::from_secs(1))
+                .build(),
+            gap: Mutex::new(None),
+        }
+    }
+}
+
+impl RecentLooks {
+    /// Keeps what a look that started at `started` found, if it is an
+    /// in-progress record.
+    pub fn remember(&self, k: &ScopedKey, started: Instant, row: &Arc<KeyRecord>) {
+        if row.state == RecordState::InProgress {
+            let snapshot = Snapshot {
+                started,
+                read_at: Instant::now(),
+                row: row.clone(),
+            };
+            self.snapshots.insert(k.hash(), Arc::new(snapshot));
+        }
+    }
+
+    /// A recent in-progress look at `k` newer than `since` (if given), with
+    /// no change heard since it started and its lease still running: the
+    /// row, its `observed_at` moved on by the snapshot's age.
+    pub fn get(&self, k: &ScopedKey, since: Option<Instant>) -> Option<Arc<KeyRecord>> {
+        let h = k.hash();
+        let s = self.snapshots.get(&h)?;
+        let void_after = |t: Option<Instant>| t.is_some_and(|t| t >= s.started);
+        if since.is_some_and(|since| s.started < since)
+            || void_after(self.changed.get(&h))
+            || void_after(*self.gap.lock().unwrap_or_else(|p| p.into_inner()))
+        {
+            return None;
+        }
+        let age = chrono::TimeDelta::from_std(s.read_at.elapsed()).ok()?;
+        let margin = chrono::TimeDelta::from_std(LEASE_MARGIN).ok()?;
+        let mut row = KeyRecord::clone(&s.row);
+        row.observed_at += age;
+        (row.lease_expires_at > row.observed_at + margin).then(|| Arc::new(row))
+    }
+
+    /// The key changed: no snapshot taken before now may be used.
+    pub fn changed(&self, h: KeyHash) {
+        self.changed.insert(h, Instant::now());
+    }
+
+    /// Events may have been missed: no snapshot taken before now may be used.
+    pub fn gap(&self) {
+        *self.gap.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Fingerprint, IdempotencyKey, OperationName, OwnerTokenHash, TenantId};
+    use chrono::{TimeDelta, Utc};
+
+    fn key(name: &str) -> ScopedKey {
+        ScopedKey {
+            tenant: TenantId::parse("acme").unwrap(),
+            operation: OperationName::parse("charges.create").unwrap(),
+            key: IdempotencyKey::parse(name).unwrap(),
+        }
+    }
+
+    fn in_progress(lease_left: TimeDelta) -> Arc<KeyRecord> {
+        let now = Utc::now();
+        Arc::new(KeyRecord {
+            state: RecordState::InProgress,
+            fingerprint: Fingerprint::from_bytes([1; 32]),
+            attempt: 1,
+            owner_token_hash: OwnerTokenHash([2; 32]),
+            claimed_at: now,
+            lease_expires_at: now + lease_left,
+            outcome: None,
+            outcome_hash: None,
+            steps: "{}".into(),
+            history: "[]".into(),
+            completed_at: None,
+            quarantine_reason: None,
+            expires_at: now + TimeDelta::hours(24),
+            created_at: now,
+            updated_at: now,
+            observed_at: now,
+            routing: None,
+            rules_digest: None,
+        })
+    }
+
+    #[tokio::test]
+    async fn an_in_progress_look_is_reused_until_the_key_changes() {
+        let recent = RecentLooks::default();
+        let (k, other) = (key("k1"), key("k2"));
+        let row = in_progress(TimeDelta::seconds(30));
+        recent.remember(&k, Instant::now(), &row);
+
+        let reused = recent.get(&k, None).expect("reused");
+        assert!(reused.observed_at >= row.observed_at, "aged, never younger");
+        assert_eq!(reused.attempt, row.attempt);
+        assert!(recent.get(&other, None).is_none());
+        assert!(
+            recent.get(&k, Some(Instant::now())).is_none(),
+            "a newer look was asked for"
+        );
+
+        recent.changed(k.hash());
+        assert!(recent.get(&k, None).is_none(), "changed after the look");
+    }
+
+    #[tokio::test]
+    async fn a_gap_voids_every_snapshot_and_a_later_look_counts_again() {
+        let recent = RecentLooks::default();
+        let k = key("k1");
+        recent.remember(&k, Instant::now(), &in_progress(TimeDelta::seconds(30)));
+        recent.gap();
+        assert!(recent.get(&k, None).is_none());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        recent.remember(&k, Instant::now(), &in_progress(TimeDelta::seconds(30)));
+        assert!(recent.get(&k, None).is_some());
+    }
+
+    #[tokio::test]
+    async fn only_live_leases_of_in_progress_records_are_reused() {
+        let recent = RecentLooks::default();
+        let k = key("k1");
+        recent.remember(
+            &k,
+            Instant::now(),
+            &in_progress(TimeDelta::milliseconds(10)),
+        );
+        assert!(
+            recent.get(&k, None).is_none(),
+            "the lease ends within the margin"
+        );
+
+        let done = key("k2");
+        let mut completed = KeyRecord::clone(&in_progress(TimeDelta::seconds(30)));
+        completed.state = RecordState::Completed;
+        recent.remember(&done, Instant::now(), &Arc::new(completed));
+        assert!(
+            recent.get(&done, None).is_none(),
+            "only in-progress rows are kept"
+        );
+    }
+}
