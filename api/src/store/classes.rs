@@ -78,7 +78,7 @@ const PG_LIST: &str = "select operation, policy, created_at, updated_at from ope
 const PG_DELETE: &str = "delete from operation_class where tenant = $1 and operation = $2";
 
 impl PgStore {
-    #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t, operation = %op))]
     pub async fn find_class(
         &self,
         t: &TenantId,
@@ -99,7 +99,7 @@ impl PgStore {
         .transpose()
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %t))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t))]
     pub async fn list_classes(&self, t: &TenantId) -> StoreResult<Vec<(String, StoredClass)>> {
         let rows = sqlx::query(PG_LIST)
             .bind(t.as_str())
@@ -119,7 +119,7 @@ impl PgStore {
             .collect()
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t, operation = %op))]
     pub async fn put_class(
         &self,
         t: &TenantId,
@@ -139,7 +139,7 @@ impl PgStore {
         })
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t, operation = %op))]
     pub async fn delete_class(&self, t: &TenantId, op: &OperationName) -> StoreResult<bool> {
         let done = sqlx::query(PG_DELETE)
             .bind(t.as_str())
@@ -166,7 +166,7 @@ const SQLITE_LIST: &str = "select operation, policy, created_at, updated_at from
 const SQLITE_DELETE: &str = "delete from operation_class where tenant = ?1 and operation = ?2";
 
 impl SqliteStore {
-    #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t, operation = %op))]
     pub async fn find_class(
         &self,
         t: &TenantId,
@@ -180,7 +180,7 @@ impl SqliteStore {
         row.map(|row| sqlite_class(&row)).transpose()
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %t))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t))]
     pub async fn list_classes(&self, t: &TenantId) -> StoreResult<Vec<(String, StoredClass)>> {
         let rows = sqlx::query(SQLITE_LIST)
             .bind(t.as_str())
@@ -191,7 +191,7 @@ impl SqliteStore {
             .collect()
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t, operation = %op))]
     pub async fn put_class(
         &self,
         t: &TenantId,
@@ -208,7 +208,7 @@ impl SqliteStore {
         sqlite_class(&row)
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %t, operation = %op))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %t, operation = %op))]
     pub async fn delete_class(&self, t: &TenantId, op: &OperationName) -> StoreResult<bool> {
         let done = sqlx::query(SQLITE_DELETE)
             .bind(t.as_str())

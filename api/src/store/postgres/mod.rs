@@ -235,7 +235,7 @@ impl PgStore {
         Ok(())
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn insert_claim(
         &self,
         k: &ScopedKey,
@@ -245,12 +245,12 @@ impl PgStore {
             .await
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
         self.fetch_record(bind_key(sqlx::query(FIND), k)).await
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn renew_expired(
         &self,
         k: &ScopedKey,
@@ -260,7 +260,7 @@ impl PgStore {
             .await
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn take_over(
         &self,
         k: &ScopedKey,
@@ -275,7 +275,7 @@ impl PgStore {
         self.fetch_record(q).await
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn quarantine_expired(
         &self,
         k: &ScopedKey,
@@ -285,7 +285,7 @@ impl PgStore {
         self.fetch_record(q).await
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn complete(
         &self,
         k: &ScopedKey,
@@ -298,7 +298,7 @@ impl PgStore {
         self.fetch_record(q).await
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn heartbeat(
         &self,
         k: &ScopedKey,
@@ -311,7 +311,7 @@ impl PgStore {
         self.fetch_record(q).await
     }
 
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
         let done = bind_key(sqlx::query(RELEASE), k)
             .bind(owner.0.to_vec())
