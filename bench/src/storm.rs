@@ -95,7 +95,7 @@ pub async fn run(
     };
     // Let the statistics of the owner's claim reach Postgres's counters.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let metric0 = reads(server, reads_metric).await;
+    let metric0 = reads(server, reads_metric, true).await;
     let scans0 = db::table_scans(db).await?;
     let cpu0 = server.cpu().ok();
     let started = Instant::now();
@@ -155,12 +155,16 @@ pub async fn run(
     result.pg_index_scans = scans1.0 - scans0.0;
     result.pg_seq_scans = scans1.1 - scans0.1;
     result.metric_reads = metric0
-        .zip(reads(server, reads_metric).await)
+        .zip(reads(server, reads_metric, false).await)
         .map(|(a, b)| b - a);
     Ok(result)
 }
 
-async fn reads(server: &Server, metric: &str) -> Option<f64> {
+/// The server's read counter. Before the storm a series not written yet
+/// counts 0 (the server writes a labelled series at its first increment);
+/// after it the series must exist, so a misspelt name is "not measured"
+/// rather than zero reads.
+async fn reads(server: &Server, metric: &str, before: bool) -> Option<f64> {
     let text = server.metrics().await.ok()??;
-    metric_sum(&text, metric)
+    metric_sum(&text, metric).or(before.then_some(0.0))
 }
