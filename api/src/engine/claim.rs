@@ -134,7 +134,24 @@ impl Engine {
                     self.metrics.coalesced_reads.inc();
                     Look::Row(row)
                 }
-                None => self.look_shared(k, since, &claim).await,
+                None => {
+                    // The first look of a waiting claim may join a flight
+                    // that started before it subscribed (a storm arrives all
+                    // at once), unless the key changed since that flight
+                    // started: then the change may have been announced
+                    // before we listened, and only a newer look is safe.
+                    let first = subscribed.is_some() && since == subscribed;
+                    let (look, started) =
+                        self.look_shared(k, since.filter(|_| !first), &claim).await;
+                    if first
+                        && subscribed.is_some_and(|s| started < s)
+                        && self.recent.changed_since(k, started)
+                    {
+                        self.look_shared(k, since, &claim).await.0
+                    } else {
+                        look
+                    }
+                }
             };
             let seen = match look {
                 Look::Final(outcome) => {
@@ -235,11 +252,17 @@ impl Engine {
 
     /// Joins (or starts) this node's look at `k`, one that started no
     /// earlier than `since` if given.
-    async fn look_shared(&self, k: &ScopedKey, since: Option<Instant>, claim: &NewClaim) -> Look {
+    /// The look and when its flight started.
+    async fn look_shared(
+        &self,
+        k: &ScopedKey,
+        since: Option<Instant>,
+        claim: &NewClaim,
+    ) -> (Look, Instant) {
         let (engine, key, claim) = (self.clone(), k.clone(), *claim);
-        let (look, joined) = self
+        let (look, joined, started) = self
             .flights
-            .run(
+            .run_timed(
                 k,
                 since,
                 move || async move { engine.look(&key, &claim).await },
@@ -248,7 +271,7 @@ impl Engine {
         if joined {
             self.metrics.coalesced_reads.inc();
         }
-        look.unwrap_or(Look::Unavailable)
+        (look.unwrap_or(Look::Unavailable), started)
     }
 
     /// One look at `k`: Redis, then the insert, then the read. A completed

@@ -56,7 +56,9 @@ impl<T: Clone + Send + Sync + 'static> Flights<T> {
 
     /// Joins the flight under way for `k` (if it started no earlier than
     /// `since`), or starts `look` as a new one. The flag is true when this
-    /// call joined another's flight. `None` if the flight's task panicked.
+    /// call joined another's flight; the instant is when the flight started.
+    /// `None` if the flight's task panicked.
+    #[cfg(test)]
     pub async fn run<F>(
         self: &Arc<Self>,
         k: &ScopedKey,
@@ -66,11 +68,25 @@ impl<T: Clone + Send + Sync + 'static> Flights<T> {
     where
         F: Future<Output = T> + Send + 'static,
     {
-        let (id, flight, joined) = {
+        let (seen, joined, _) = self.run_timed(k, since, look).await;
+        (seen, joined)
+    }
+
+    /// [`Self::run`], also saying when the flight started.
+    pub async fn run_timed<F>(
+        self: &Arc<Self>,
+        k: &ScopedKey,
+        since: Option<Instant>,
+        look: impl FnOnce() -> F,
+    ) -> (Option<T>, bool, Instant)
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        let (id, flight, joined, started) = {
             let mut running = self.running();
             let fresh = |r: &&Running<T>| since.is_none_or(|since| r.started >= since);
             match running.get(k).filter(fresh) {
-                Some(r) => (r.id, r.flight.clone(), true),
+                Some(r) => (r.id, r.flight.clone(), true, r.started),
                 None => {
                     let started = Instant::now();
                     let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -91,7 +107,7 @@ impl<T: Clone + Send + Sync + 'static> Flights<T> {
                         flight: flight.clone(),
                     };
                     running.insert(k.clone(), entry);
-                    (id, flight, false)
+                    (id, flight, false, started)
                 }
             }
         };
@@ -102,7 +118,7 @@ impl<T: Clone + Send + Sync + 'static> Flights<T> {
             // dead flight.
             self.finish(k, id);
         }
-        (seen, joined)
+        (seen, joined, started)
     }
 
     fn finish(&self, k: &ScopedKey, id: u64) {

@@ -105,6 +105,17 @@ impl RecentLooks {
         (row.lease_expires_at > row.observed_at + margin).then(|| Arc::new(row))
     }
 
+    /// Whether this node heard of a change of `k` (or a gap in the events)
+    /// at or after `t`.
+    pub fn changed_since(&self, k: &ScopedKey, t: Instant) -> bool {
+        self.changed.get(&k.hash()).is_some_and(|c| c >= t)
+            || self
+                .gap
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some_and(|g| g >= t)
+    }
+
     /// The key changed: no snapshot taken before now may be used.
     pub fn changed(&self, h: KeyHash) {
         self.changed.insert(h, Instant::now());
