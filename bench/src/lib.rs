@@ -6,7 +6,7 @@
 //! per operation and peak RSS.
 //!
 //! `main.rs` is glue; `suite` runs measurements by name; `measure` has one
-//! function per measurement; `steady`, `storm` and `idle` are the load
+//! function per measurement (`workers` those of the archive worker); `steady`, `storm` and `idle` are the load
 //! shapes; `sql` generates the pgbench scripts; the rest is plumbing
 //! (`http`, `load`, `server`, `db`, `pgbench`, `procfs`) and output
 //! (`hist`, `report`, `svg`, `targets`).
@@ -28,4 +28,5 @@ pub mod storm;
 pub mod suite;
 pub mod svg;
 pub mod targets;
+pub mod workers;
 pub mod workload;

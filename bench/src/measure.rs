@@ -3,7 +3,7 @@
 //! and drops the database afterwards, whatever happened.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 
@@ -16,6 +16,7 @@ use crate::report::{Kind, Measurement};
 use crate::server::ServerEnv;
 use crate::steady::{self, Mix};
 use crate::storm::{self, StormSpec};
+use crate::workers::{rate, worker_throughput};
 use crate::{idle, sql, workload};
 
 /// The server caches final outcomes (in process by default), and
@@ -36,20 +37,20 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn spec(&self) -> LoadSpec {
+    pub(crate) fn spec(&self) -> LoadSpec {
         LoadSpec {
             warmup: self.args.warmup(),
             measure: self.args.measure(),
         }
     }
 
-    async fn db(&self, label: &str) -> anyhow::Result<BenchDb> {
+    pub(crate) async fn db(&self, label: &str) -> anyhow::Result<BenchDb> {
         BenchDb::create(&self.args.postgres, &self.run_id, label).await
     }
 }
 
 /// Drops the database, then hands back the measurement's own result.
-async fn finish<T>(db: BenchDb, result: anyhow::Result<T>) -> anyhow::Result<T> {
+pub(crate) async fn finish<T>(db: BenchDb, result: anyhow::Result<T>) -> anyhow::Result<T> {
     let name = db.name.clone();
     if let Err(e) = db.drop_now().await {
         eprintln!("warning: could not drop {name}: {e:#}");
@@ -58,7 +59,7 @@ async fn finish<T>(db: BenchDb, result: anyhow::Result<T>) -> anyhow::Result<T> 
 }
 
 /// Starts a server on `db`, drives `mix`, and reads its peak RSS.
-async fn drive(
+pub(crate) async fn drive(
     ctx: &Ctx,
     env: &ServerEnv,
     db: &BenchDb,
@@ -80,7 +81,7 @@ async fn drive(
     Ok((run?, rss))
 }
 
-fn from_load(m: Measurement, r: &LoadResult, rss: Option<f64>) -> Measurement {
+pub(crate) fn from_load(m: Measurement, r: &LoadResult, rss: Option<f64>) -> Measurement {
     let mut m = m.with_load(r);
     m.peak_rss_mib = rss;
     m
@@ -247,59 +248,6 @@ pub async fn new_keys(ctx: &Ctx, growth_rows: Option<u64>) -> anyhow::Result<Mea
         ));
     }
     Ok(m)
-}
-
-/// How fast one node's archive worker drained a backlog.
-pub struct WorkerThroughput {
-    pub tiered: u64,
-    pub tiering_seconds: f64,
-    pub cleaned: u64,
-    pub cleanup_seconds: f64,
-}
-
-fn rate(n: u64, seconds: f64) -> String {
-    if seconds > 0.0 {
-        format!("{:.0}", n as f64 / seconds)
-    } else {
-        "n/a".into()
-    }
-}
-
-/// Starts a server whose archive worker wakes at once and drains `db`'s
-/// backlog (tiering first, then cleanup, in the same wake); times each half
-/// by watching the backlog from outside.
-async fn worker_throughput(ctx: &Ctx, db: &BenchDb) -> anyhow::Result<WorkerThroughput> {
-    const POLL: Duration = Duration::from_millis(250);
-    const BUDGET: Duration = Duration::from_secs(600);
-    let (due, expired) = db::worker_backlog(db).await?;
-    let mut env = ctx.env.clone();
-    env.extra
-        .push(("IDEMKEY_WORKER_INTERVAL".into(), "1h".into()));
-    let started = Instant::now();
-    let server = env.start(&db.url).await?;
-    let mut tiered_at = None;
-    let outcome = loop {
-        let (left_due, left_expired) = db::worker_backlog(db).await?;
-        if tiered_at.is_none() && left_due == 0 {
-            tiered_at = Some(started.elapsed());
-        }
-        if let (Some(t), 0) = (tiered_at, left_expired) {
-            break Ok(WorkerThroughput {
-                tiered: due.unsigned_abs(),
-                tiering_seconds: t.as_secs_f64(),
-                cleaned: expired.unsigned_abs(),
-                cleanup_seconds: (started.elapsed() - t).as_secs_f64(),
-            });
-        }
-        if started.elapsed() > BUDGET {
-            break Err(anyhow::anyhow!(
-                "the worker left {left_due} due and {left_expired} expired records after {BUDGET:?}"
-            ));
-        }
-        tokio::time::sleep(POLL).await;
-    };
-    server.stop().await?;
-    outcome
 }
 
 pub fn human(n: u64) -> String {
@@ -477,43 +425,6 @@ pub async fn idle_connections(ctx: &Ctx) -> anyhow::Result<Measurement> {
     m.detail("rss_before_mib", r.rss_before_mib);
     m.detail("rss_with_connections_mib", r.rss_with_connections_mib);
     m.detail("server_fds", r.server_fds);
-    Ok(m)
-}
-
-/// (6) Replays of tiered keys with the cache off: every answer is a read of
-/// the routing entry plus a ranged read of the archive (the server's default
-/// local-directory archive). Judged against the in-house table lookup.
-pub async fn tiered(ctx: &Ctx) -> anyhow::Result<Measurement> {
-    let (var, value) = CACHE_OFF.context("the server has no cache switch")?;
-    let mut env = ctx.env.clone();
-    env.extra.push((var.into(), value.into()));
-    let db = ctx.db("tiered").await?;
-    let result = async {
-        env.migrate(&db.url).await?;
-        db::fill_replay_keys(&db, ctx.args.replay_keys).await?;
-        db::make_all_due(&db).await?;
-        let w = worker_throughput(ctx, &db).await?;
-        let load = drive(ctx, &env, &db, Mix::Replays).await?;
-        Ok::<_, anyhow::Error>((load, w))
-    }
-    .await;
-    let ((r, rss), w) = finish(db, result).await?;
-    let mut m = from_load(
-        Measurement::new(
-            "tiered",
-            "lookups of tiered keys (cache off)",
-            Kind::Scenario,
-            ctx.args.clients,
-        ),
-        &r,
-        rss,
-    );
-    m.limit = Some("limit-db-find".into());
-    m.notes.push(format!(
-        "{} keys tiered first ({} records/s), then random replays, each a routing-entry read plus a ranged read of a local-directory segment",
-        human(ctx.args.replay_keys),
-        rate(w.tiered, w.tiering_seconds)
-    ));
     Ok(m)
 }
 

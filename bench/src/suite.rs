@@ -136,7 +136,7 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
             }
             "hot-key" => measure::or_failed(name, title, kind, measure::hot_key(&ctx)).await,
             "mixed" => measure::or_failed(name, title, kind, measure::mixed(&ctx)).await,
-            "tiered" => measure::or_failed(name, title, kind, measure::tiered(&ctx)).await,
+            "tiered" => measure::or_failed(name, title, kind, crate::workers::tiered(&ctx)).await,
             "growth" => {
                 let f = measure::new_keys(&ctx, Some(args.growth_rows));
                 measure::or_failed(name, title, kind, f).await

@@ -13,6 +13,7 @@ pub mod db;
 pub mod garage;
 pub mod process;
 pub mod redis;
+pub mod tiering;
 pub mod tokens;
 
 pub use app::TestApp;
