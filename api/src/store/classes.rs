@@ -231,3 +231,53 @@ fn sqlite_class(row: &sqlx::sqlite::SqliteRow) -> StoreResult<StoredClass> {
         updated_at: time("updated_at")?,
     })
 }
+
+/// Fingerprint rule sets, content-addressed (`fingerprint_rules`): saved
+/// beside a policy, read back to judge a record written under them.
+impl Store {
+    /// Keeps a rule set under its digest; one already there is left alone.
+    pub async fn remember_rules(&self, digest: &[u8; 32], rules_json: &str) -> StoreResult<()> {
+        match self {
+            Store::Postgres(s) => {
+                sqlx::query(
+                    "insert into fingerprint_rules (digest, rules) values ($1, $2) \
+                     on conflict do nothing",
+                )
+                .bind(digest.to_vec())
+                .bind(rules_json)
+                .execute(s.pool())
+                .await?;
+            }
+            Store::Sqlite(s) => {
+                sqlx::query(
+                    "insert into fingerprint_rules (digest, rules, created_at) \
+                     values (?1, ?2, ?3) on conflict do nothing",
+                )
+                .bind(digest.to_vec())
+                .bind(rules_json)
+                .bind(Utc::now().timestamp_millis())
+                .execute(s.pool())
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rule set kept under `digest`, as JSON.
+    pub async fn rules(&self, digest: &[u8; 32]) -> StoreResult<Option<String>> {
+        Ok(match self {
+            Store::Postgres(s) => {
+                sqlx::query_scalar("select rules from fingerprint_rules where digest = $1")
+                    .bind(digest.to_vec())
+                    .fetch_optional(s.pool())
+                    .await?
+            }
+            Store::Sqlite(s) => {
+                sqlx::query_scalar("select rules from fingerprint_rules where digest = ?1")
+                    .bind(digest.to_vec())
+                    .fetch_optional(s.pool())
+                    .await?
+            }
+        })
+    }
+}

@@ -234,57 +234,6 @@ impl Store {
         dispatch!(self, s => s.release(k, owner).await)
     }
 
-    /// Keeps a fingerprint rule set under its digest (content-addressed:
-    /// writing one that is already there does nothing).
-    pub async fn remember_rules(&self, digest: &[u8; 32], rules_json: &str) -> StoreResult<()> {
-        let q = match self {
-            Store::Postgres(_) => {
-                "insert into fingerprint_rules (digest, rules) values ($1, $2) on conflict do nothing"
-            }
-            Store::Sqlite(_) => {
-                "insert into fingerprint_rules (digest, rules, created_at) values (?1, ?2, ?3) \
-                 on conflict do nothing"
-            }
-        };
-        let now = chrono::Utc::now().timestamp_millis();
-        match self {
-            Store::Postgres(s) => {
-                sqlx::query(q)
-                    .bind(digest.to_vec())
-                    .bind(rules_json)
-                    .execute(s.pool())
-                    .await?;
-            }
-            Store::Sqlite(s) => {
-                sqlx::query(q)
-                    .bind(digest.to_vec())
-                    .bind(rules_json)
-                    .bind(now)
-                    .execute(s.pool())
-                    .await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The rule set kept under `digest`, as JSON.
-    pub async fn rules(&self, digest: &[u8; 32]) -> StoreResult<Option<String>> {
-        Ok(match self {
-            Store::Postgres(s) => {
-                sqlx::query_scalar("select rules from fingerprint_rules where digest = $1")
-                    .bind(digest.to_vec())
-                    .fetch_optional(s.pool())
-                    .await?
-            }
-            Store::Sqlite(s) => {
-                sqlx::query_scalar("select rules from fingerprint_rules where digest = ?1")
-                    .bind(digest.to_vec())
-                    .fetch_optional(s.pool())
-                    .await?
-            }
-        })
-    }
-
     /// Tells the other nodes that the record of `h` is about to change (so
     /// they drop what they cache of it). A no-op on SQLite, which has no
     /// other nodes.
