@@ -8,14 +8,17 @@ use anyhow::Context;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 pub struct Conn {
     send: SendRequest<Full<Bytes>>,
-    host: String,
+    host: HeaderValue,
+    /// The last token sent and its `Authorization` value, built once: the
+    /// load generator's own work per request should be as small as it can.
+    bearer: Option<(String, HeaderValue)>,
 }
 
 impl Conn {
@@ -31,7 +34,8 @@ impl Conn {
         });
         Ok(Self {
             send,
-            host: addr.to_string(),
+            host: HeaderValue::try_from(addr.to_string())?,
+            bearer: None,
         })
     }
 
@@ -51,9 +55,14 @@ impl Conn {
         let mut req = Request::builder()
             .method(method)
             .uri(path)
-            .header(HOST, &self.host);
+            .header(HOST, self.host.clone());
         if let Some(t) = token {
-            req = req.header(AUTHORIZATION, format!("Bearer {t}"));
+            if self.bearer.as_ref().is_none_or(|(last, _)| last != t) {
+                let value = HeaderValue::try_from(format!("Bearer {t}"))?;
+                self.bearer = Some((t.to_owned(), value));
+            }
+            let (_, value) = self.bearer.as_ref().expect("set above");
+            req = req.header(AUTHORIZATION, value.clone());
         }
         if body.is_some() {
             req = req.header(CONTENT_TYPE, "application/json");

@@ -28,6 +28,7 @@
 mod error;
 mod keys;
 mod mint;
+mod recent;
 mod roles;
 mod verify;
 

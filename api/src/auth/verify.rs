@@ -13,10 +13,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use anyhow::ensure;
-use jsonwebtoken::{decode, decode_header, Validation};
+use jsonwebtoken::{decode, decode_header, get_current_timestamp, Validation};
 use serde_json::{Map, Value};
 
 use super::keys::{self, AuthSettings};
+use super::recent::VerifiedTokens;
 use super::{AuthError, Principal, Role, RoleSet};
 use crate::domain::TenantId;
 
@@ -27,10 +28,11 @@ pub const LEEWAY_SECS: u64 = 30;
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// Checks bearer tokens against the configured keys. Cheap to clone (the key
-/// table is shared).
+/// table and the tokens already verified are shared).
 #[derive(Clone)]
 pub struct Verifier {
     keys: Arc<HashMap<String, Key>>,
+    recent: Arc<VerifiedTokens>,
 }
 
 struct Key {
@@ -60,14 +62,31 @@ impl Verifier {
             .collect();
         Ok(Verifier {
             keys: Arc::new(keys),
+            recent: Arc::default(),
         })
     }
 
     /// The caller named by `token` (the bearer credential, without `Bearer `).
+    /// A token that verified before is not checked again until its `exp`
+    /// (see the `recent` module).
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::Malformed);
         }
+        if let Some(principal) = self.recent.get(token, get_current_timestamp()) {
+            return Ok(principal);
+        }
+        let (principal, exp) = self.verify_fully(token)?;
+        // A fractional `exp` verifies but is not remembered.
+        if let Some(exp) = exp {
+            self.recent.insert(token, &principal, exp);
+        }
+        Ok(principal)
+    }
+
+    /// Header, key, signature and claims; the principal and the token's
+    /// `exp` when it is a whole number.
+    fn verify_fully(&self, token: &str) -> Result<(Principal, Option<u64>), AuthError> {
         // An `alg` jsonwebtoken does not know, `none` included, fails here.
         let header = decode_header(token).map_err(|_| AuthError::Malformed)?;
         // RFC 7515 §4.1.11: we understand no extension, so `crit` is fatal.
@@ -80,7 +99,8 @@ impl Verifier {
             return Err(AuthError::AlgorithmMismatch);
         }
         let claims = decode::<Map<String, Value>>(token, &key.key, validation)?.claims;
-        principal(&claims)
+        let exp = claims.get("exp").and_then(Value::as_u64);
+        Ok((principal(&claims)?, exp))
     }
 }
 

@@ -84,7 +84,9 @@ pub(crate) enum Look {
 }
 
 impl Engine {
-    #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
+    // A debug span: at the default level an info span here cost ~2 % of a
+    // cached replay's CPU (its fields are formatted on every claim).
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn claim(
         &self,
         k: &ScopedKey,
@@ -97,6 +99,13 @@ impl Engine {
                 format!("lease_ms must be 1000-{}", e.max_ms),
             )
         })?;
+        let rules = policy.fingerprint.digest();
+        // The common replay: a completed key in this node's cache needs no
+        // owner token, subscription or look.
+        if let Some(hit) = self.cache.local(k) {
+            let judged = self.judged(req, rules, hit.fingerprint, hit.rules_digest);
+            return replay(hit.clone(), &judged.await?);
+        }
         let deadline = Instant::now() + policy.wait_for(req.wait_ms);
         // Subscribed before the first look, so no change after it is missed.
         let mut events = (deadline > Instant::now()).then(|| self.events.subscribe(k.hash()));
@@ -111,16 +120,18 @@ impl Engine {
             lease,
             replay_window: policy.replay_window,
             tier_after: policy.tier_after(),
-            rules_digest: policy.fingerprint.digest(),
+            rules_digest: rules,
         };
-        let rules = claim.rules_digest;
         let mut races = 0;
+        let mut cache_checked = true;
         while races < MAX_RACES {
-            // Before every look: a woken waiter often finds the outcome here,
-            // cached by the first of them to look.
-            if let Some(hit) = self.cache.local(k) {
-                let judged = self.judged(req, rules, hit.fingerprint, hit.rules_digest);
-                return replay(hit.clone(), &judged.await?);
+            // Before every later look: a woken waiter often finds the outcome
+            // here, cached by the first of them to look.
+            if !std::mem::take(&mut cache_checked) {
+                if let Some(hit) = self.cache.local(k) {
+                    let judged = self.judged(req, rules, hit.fingerprint, hit.rules_digest);
+                    return replay(hit.clone(), &judged.await?);
+                }
             }
             let since = events.as_ref().map(|e| e.since());
             // Only a claim that asked to wait reuses a recent look: it is

@@ -15,6 +15,22 @@ fn a_token_expired_within_the_leeway_still_verifies() {
 }
 
 #[test]
+fn a_remembered_token_answers_the_same_and_vouches_for_no_other() {
+    let verifier = verifier();
+    let token = hs256(&claims());
+    let first = verifier.verify(&token).unwrap();
+    assert_eq!(verifier.verify(&token), Ok(first));
+    // Same header and claims, another signature: checked in full, refused.
+    let (signed, signature) = token.rsplit_once('.').unwrap();
+    let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
+    let forged = format!("{signed}.{flipped}{}", &signature[1..]);
+    assert_eq!(verifier.verify(&forged), Err(AuthError::InvalidSignature));
+    // Another tenant's token is not answered from the first one's entry.
+    let other = hs256(&with(claims(), "tenant", json!("globex")));
+    assert_eq!(verifier.verify(&other).unwrap().tenant.as_str(), "globex");
+}
+
+#[test]
 fn a_token_without_exp_is_refused() {
     let token = hs256(&without(claims(), "exp"));
     assert_eq!(
