@@ -65,6 +65,7 @@ fn outcome(text: &str) -> Arc<FinalOutcome> {
         expires_at: now + TimeDelta::hours(24),
         outcome: Arc::from(text),
         rules_digest: Some([5; 32]),
+        rendered: Default::default(),
     })
 }
 

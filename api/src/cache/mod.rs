@@ -56,6 +56,47 @@ pub struct FinalOutcome {
     /// The fingerprint rules the record was written under (`None`: the
     /// defaults).
     pub rules_digest: Option<[u8; 32]>,
+    /// The replay answer, rendered by the first replay of this copy.
+    pub rendered: Rendered,
+}
+
+/// A replay answer's bytes, kept beside the outcome they were built from so
+/// that a cached copy is serialised once, not on every replay. A copy
+/// belongs to one scoped key (caches and looks are per key), and the answer
+/// is a pure function of the copy and that key. Not part of the value: a
+/// clone starts empty, and equality ignores it.
+#[derive(Default)]
+pub struct Rendered(std::sync::OnceLock<bytes::Bytes>);
+
+impl Rendered {
+    /// The answer, rendering it with `render` the first time.
+    pub fn get_or_init(&self, render: impl FnOnce() -> bytes::Bytes) -> bytes::Bytes {
+        self.0.get_or_init(render).clone()
+    }
+}
+
+impl Clone for Rendered {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for Rendered {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Rendered {}
+
+impl std::fmt::Debug for Rendered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "Rendered(..)"
+        } else {
+            "Rendered(-)"
+        })
+    }
 }
 
 impl FinalOutcome {
@@ -71,6 +112,7 @@ impl FinalOutcome {
             expires_at: record.expires_at,
             outcome: Arc::from(record.outcome.as_deref()?),
             rules_digest: record.rules_digest,
+            rendered: Rendered::default(),
         })
     }
 

@@ -291,6 +291,7 @@ fn decode(bytes: &[u8]) -> Option<FinalOutcome> {
         expires_at: DateTime::<Utc>::from_timestamp_micros(s.expires_at_us)?,
         outcome: Arc::from(s.outcome.as_ref()),
         rules_digest,
+        rendered: Default::default(),
     })
 }
 
@@ -307,6 +308,7 @@ mod tests {
             expires_at: DateTime::from_timestamp_micros(1_800_086_400_123_456).unwrap(),
             outcome: Arc::from(r#"{"status_code":201,"body":{"amount":1.50, "n":1e2}}"#),
             rules_digest: None,
+            rendered: Default::default(),
         };
         assert_eq!(decode(&encode(&o)), Some(o.clone()));
         let with_rules = FinalOutcome {

@@ -15,6 +15,7 @@ mod archived;
 mod claim;
 mod classes;
 mod events;
+mod fingerprints;
 mod flight;
 mod owner;
 mod policy_cache;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 
 pub use claim::{ClaimAnswer, ClaimRequest};
 pub use classes::OperationClass;
+pub use fingerprints::Fingerprints;
 pub use owner::OwnerCall;
 pub use policy_cache::POLICY_TTL;
 pub use recent::COALESCING_WINDOW;
@@ -56,6 +58,8 @@ pub struct Engine {
     flights: Arc<Flights<Look>>,
     /// Fingerprint rule sets read from the store (`rules`).
     rule_sets: Arc<rules::RuleSets>,
+    /// Fingerprints of request texts seen recently (`fingerprints`).
+    pub fingerprints: Fingerprints,
     /// In-progress looks reused within the coalescing window (`recent`).
     recent: Arc<recent::RecentLooks>,
     /// Where waiting claims count their safety ticks from.
@@ -80,6 +84,7 @@ impl Engine {
             events: Arc::default(),
             flights: Arc::default(),
             rule_sets: Arc::default(),
+            fingerprints: Fingerprints::default(),
             recent: Arc::default(),
             started: tokio::time::Instant::now(),
         }

@@ -1,5 +1,6 @@
 //! `/v1/keys/{operation}/{key}/…`: claim, the owner's calls, lookup.
 
+use actix_web::body::MessageBody;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -14,7 +15,7 @@ use super::view::{
 };
 use super::AppState;
 use crate::auth::Role;
-use crate::domain::fingerprint::{fingerprint_request, FingerprintError};
+use crate::domain::fingerprint::FingerprintError;
 use crate::domain::outcome::OutcomeError;
 use crate::domain::usage::UsageEvent;
 use crate::domain::{Fingerprint, Outcome, ScopedKey};
@@ -64,7 +65,10 @@ async fn answer_claim(
     let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
     let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let fingerprint = match (&body.request, &body.fingerprint) {
-        (Some(request), None) => fingerprint_request(request.get(), &policy.fingerprint),
+        (Some(request), None) => {
+            let rules = &policy.fingerprint;
+            (state.engine.fingerprints).of(request.get(), rules, rules.digest())
+        }
         (None, Some(hex)) => Fingerprint::parse_hex(hex),
         _ => {
             return Err(ApiError::bad_request(
@@ -84,9 +88,10 @@ async fn answer_claim(
     let answer = state.engine.claim(&k, &policy, &request).await;
     state.usage.claim(&k, &answer, started.elapsed());
     let answer = answer?;
-    let effect_id = state.engine.secret.effect_id(&k);
+    let effect_id = || state.engine.secret.effect_id(&k);
     Ok(match answer {
         ClaimAnswer::Claimed { record, token } => {
+            let effect_id = effect_id();
             let view = owned("claimed", &record, token.expose(), &effect_id, None, None);
             (
                 "claimed",
@@ -104,6 +109,7 @@ async fn answer_claim(
                 lease_expires_at: rfc3339(previous.lease_expires_at),
             };
             let steps = view::steps(&state.engine.secret, &k, &record.steps);
+            let effect_id = effect_id();
             let view = owned(
                 "recovering",
                 &record,
@@ -118,15 +124,18 @@ async fn answer_claim(
             )
         }
         ClaimAnswer::Completed { replay } => {
-            let view = ReplayView {
-                status: "completed",
-                replayed: true,
-                attempt: replay.attempt,
-                effect_id: &effect_id,
-                completed_at: Some(rfc3339(replay.completed_at)),
-                expires_at: rfc3339(replay.expires_at),
-            };
-            let body = with_outcome(&view, Some(&replay.outcome));
+            // Rendered once per cached copy (see `cache::Rendered`).
+            let body = replay.rendered.get_or_init(|| {
+                let view = ReplayView {
+                    status: "completed",
+                    replayed: true,
+                    attempt: replay.attempt,
+                    effect_id: &effect_id(),
+                    completed_at: Some(rfc3339(replay.completed_at)),
+                    expires_at: rfc3339(replay.expires_at),
+                };
+                with_outcome(&view, Some(&replay.outcome)).into()
+            });
             ("completed", json(StatusCode::OK, body))
         }
     })
@@ -282,7 +291,7 @@ pub(super) fn record_response(state: &AppState, k: &ScopedKey, record: &KeyRecor
     )
 }
 
-fn json(status: StatusCode, body: String) -> HttpResponse {
+fn json(status: StatusCode, body: impl MessageBody + 'static) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("application/json")
         .body(body)
