@@ -50,16 +50,36 @@ const DELETE_EXPIRED: &str = "\
 /// Segments nothing points at: an orphan of a dead tiering run (`pending`,
 /// and its writer's advisory lock is free), a `live` one whose records are
 /// all gone, or a `deleting` one whose deletion was interrupted.
-const CONDEMN: &str = "\
-    update archive_segment set state = 'deleting', updated_at = now() \
-     where name in ( \
-        select s.name from archive_segment s \
-         where (s.state = 'pending' and pg_try_advisory_xact_lock(s.lock_id)) \
-            or (s.state = 'live' \
-                and not exists (select 1 from idempotency_key k where k.segment = s.name)) \
-            or (s.state = 'deleting' and s.updated_at < now() - interval '2 minutes') \
-         order by s.created_at limit $1 for update skip locked) \
-    returning name";
+macro_rules! unused_segment {
+    () => {
+        "((s.state = 'pending' and pg_try_advisory_xact_lock(s.lock_id)) \
+           or (s.state = 'live' \
+               and not exists (select 1 from idempotency_key k where k.segment = s.name)) \
+           or (s.state = 'deleting' and s.updated_at < now() - interval '2 minutes'))"
+    };
+}
+
+/// Step one of condemning, in a transaction: lock the candidates. Its
+/// snapshot may predate a tiering run that committed while it ran (a
+/// `pending` segment whose writer just finished looks like an orphan, and
+/// the re-check of a row locked after its update does not see the rows the
+/// same commit routed to it), so this only picks and locks.
+const CONDEMN_CANDIDATES: &str = concat!(
+    "select s.name from archive_segment s where ",
+    unused_segment!(),
+    " order by s.created_at limit $1 for update skip locked"
+);
+
+/// Step two, in the same transaction: with the candidates locked no tiering
+/// run can change them any more, and this statement's fresh snapshot sees
+/// every run that committed before the locks were taken. Only what still
+/// qualifies is condemned.
+const CONDEMN: &str = concat!(
+    "update archive_segment s set state = 'deleting', updated_at = now() \
+      where s.name = any($1) and ",
+    unused_segment!(),
+    " returning s.name"
+);
 
 const FORGET: &str = "delete from archive_segment where name = $1 and state = 'deleting'";
 
@@ -200,11 +220,20 @@ impl PgStore {
     }
 
     pub async fn condemn_segments(&self, limit: u32) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query(CONDEMN)
+        let mut tx = self.pool().begin().await?;
+        let candidates: Vec<String> = sqlx::query_scalar(CONDEMN_CANDIDATES)
             .bind(i64::from(limit))
-            .fetch_all(self.pool())
+            .fetch_all(&mut *tx)
             .await?;
-        rows.iter().map(|row| Ok(row.try_get("name")?)).collect()
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let condemned = sqlx::query_scalar(CONDEMN)
+            .bind(&candidates)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(condemned)
     }
 
     pub async fn forget_segment(&self, name: &str) -> StoreResult<bool> {
