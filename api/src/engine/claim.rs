@@ -46,6 +46,9 @@ const LEASE_SLACK: Duration = Duration::from_millis(5);
 pub struct ClaimRequest {
     /// The request's fingerprint under the class's current rules.
     pub fingerprint: Fingerprint,
+    /// Those rules' digest (`FingerprintRules::digest` of the policy the
+    /// claim is made under), computed once per request.
+    pub rules_digest: Option<[u8; 32]>,
     /// The `request` JSON text, when the client sent one (not a precomputed
     /// fingerprint): a record written under other fingerprint rules judges
     /// it again under its own.
@@ -99,7 +102,7 @@ impl Engine {
                 format!("lease_ms must be 1000-{}", e.max_ms),
             )
         })?;
-        let rules = policy.fingerprint.digest();
+        let rules = req.rules_digest;
         // The common replay: a completed key in this node's cache needs no
         // owner token, subscription or look.
         if let Some(hit) = self.cache.local(k) {

@@ -64,10 +64,10 @@ async fn answer_claim(
     let k = caller.scoped(&path.0, &path.1)?;
     let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
     let policy = state.engine.policy(&k.tenant, &k.operation).await?;
+    let rules_digest = policy.fingerprint.digest();
     let fingerprint = match (&body.request, &body.fingerprint) {
         (Some(request), None) => {
-            let rules = &policy.fingerprint;
-            (state.engine.fingerprints).of(request.get(), rules, rules.digest())
+            (state.engine.fingerprints).of(request.get(), &policy.fingerprint, rules_digest)
         }
         (None, Some(hex)) => Fingerprint::parse_hex(hex),
         _ => {
@@ -80,6 +80,7 @@ async fn answer_claim(
     .map_err(fingerprint_error)?;
     let request = ClaimRequest {
         fingerprint,
+        rules_digest,
         request_json: body.request.as_ref().map(|r| r.get().to_owned()),
         lease_ms: body.lease_ms,
         wait_ms: body.wait_ms,
