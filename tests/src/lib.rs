@@ -10,6 +10,7 @@ pub mod browser;
 pub mod classes;
 pub mod dashboard;
 pub mod db;
+pub mod faults;
 pub mod garage;
 pub mod process;
 pub mod redis;
