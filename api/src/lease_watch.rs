@@ -45,10 +45,10 @@ pub async fn watch_once(engine: &Engine) -> anyhow::Result<()> {
             .unwrap_or(0);
         engine.metrics.stuck(stuck.kind, stuck.count, age);
     }
-    for (k, attempt) in engine.store.expired_leases(BATCH).await? {
+    for (k, seen) in engine.store.expired_leases(BATCH).await? {
         let policy = engine.policy(&k.tenant, &k.operation).await?;
         if policy.on_lease_expiry == LeaseExpiry::Quarantine
-            && engine.quarantine_expired_lease(&k, attempt).await?
+            && engine.quarantine_expired_lease(&k, seen).await?
         {
             engine.metrics.lease_watch_quarantined.inc();
         }

@@ -103,10 +103,10 @@ async fn fill_range(
     let sql = format!(
         "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
            owner_token_hash, claimed_at, lease_expires_at, lease_ms, outcome, outcome_hash, \
-           completed_at, expires_at, tier_at, created_at, updated_at, steps, history) \
+           completed_at, expires_at, window_ms, tier_at, created_at, updated_at, steps, history) \
          select $1, $2, {key_sql}, $3, 'completed', 1, $4, now() - interval '1 hour', \
            now() - interval '1 hour' + interval '30 seconds', 30000, $5, $6, now() - interval '1 hour', \
-           {expires_at}, {tier_at}, now() - interval '1 hour', now() - interval '1 hour', '{{}}', $7 \
+           {expires_at}, 86400000, {tier_at}, now() - interval '1 hour', now() - interval '1 hour', '{{}}', $7 \
          from generate_series($8::bigint, $9::bigint) as g"
     );
     let history = r#"[{"event":"claimed","attempt":1,"at":"2026-01-01T00:00:00.000Z"},{"event":"completed","attempt":1,"at":"2026-01-01T00:00:00.100Z"}]"#;

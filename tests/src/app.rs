@@ -340,11 +340,19 @@ impl TestApp {
         .await;
     }
 
-    /// Ends the replay window of `key` now (as if its retention had passed).
+    /// Ends the replay window of `key` now, as if its retention had passed:
+    /// its window ended a second ago and, were it never completed, its last
+    /// lease ended a whole window before that.
     pub async fn expire_window(&self, key: &str) {
-        let ago = Backend::of(&self.database_url).one_second_ago();
+        let backend = Backend::of(&self.database_url);
+        let ago = backend.one_second_ago();
+        let lease_end = match backend {
+            Backend::Postgres => format!("{ago} - window_ms * interval '1 millisecond'"),
+            Backend::Sqlite => format!("{ago} - window_ms"),
+        };
         self.sql(&format!(
-            "update idempotency_key set expires_at = {ago} where key = '{key}'"
+            "update idempotency_key set expires_at = {ago}, \
+               lease_expires_at = {lease_end} where key = '{key}'"
         ))
         .await;
     }

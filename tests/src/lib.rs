@@ -14,6 +14,8 @@ pub mod faults;
 pub mod garage;
 pub mod process;
 pub mod redis;
+pub mod store_model;
+pub mod stores;
 pub mod tiering;
 pub mod tokens;
 

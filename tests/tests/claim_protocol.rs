@@ -316,7 +316,6 @@ async fn keys_with_reserved_characters_round_trip_through_percent_encoding(app: 
 async fn an_owner_cannot_complete_or_revive_a_record_past_its_window(app: TestApp) {
     let token = app.claim(OP, "k1", charge(25)).await.owner_token();
     app.expire_window("k1").await;
-    app.expire_lease("k1").await;
 
     app.complete(OP, "k1", &token, outcome())
         .await

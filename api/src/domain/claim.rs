@@ -9,9 +9,12 @@
 //! - `quarantined`: the outcome is ambiguous; claims are refused until a
 //!   resolve.
 //!
-//! A released key has no row at all. A record past its `expires_at` (the end
-//! of the replay window) is treated as gone: the key may be used anew — unless
-//! an attempt still holds a live lease on it.
+//! A released key has no row at all. A record is gone — the key may be used
+//! anew — only once its replay window is over ([`protected_until`]): a
+//! completed record at `expires_at` (which a completion moved to at least
+//! `completed_at + replay_window`), a record never completed only when, in
+//! addition, its last lease ended a whole window ago. An attempt that might
+//! still act on a key, or has just acted, never sees it answered as new.
 //!
 //! This module only decides. The store then carries the decision out with one
 //! compare-and-swap statement, and if that statement finds the row changed,
@@ -57,14 +60,60 @@ pub struct Seen {
     pub state: RecordState,
     pub fingerprint: Fingerprint,
     pub lease_expires_at: DateTime<Utc>,
+    /// The end of the replay window as stored: first claim + window, moved
+    /// to at least `completed_at + window` by a completion.
     pub expires_at: DateTime<Utc>,
+    /// The window length fixed when the record was first written.
+    pub replay_window: Duration,
     /// The store's clock when the record was read.
     pub now: DateTime<Utc>,
 }
 
+impl Seen {
+    /// See [`protected_until`].
+    pub fn protected_until(&self) -> DateTime<Utc> {
+        protected_until(
+            self.state,
+            self.expires_at,
+            self.lease_expires_at,
+            self.replay_window,
+        )
+    }
+
+    /// Past its window: the key is new again.
+    pub fn is_gone(&self) -> bool {
+        self.protected_until() <= self.now
+    }
+}
+
+/// When the replay protection of a record ends. A completed record keeps
+/// its key until `expires_at` (a completion, or a resolve with an outcome,
+/// moves it to at least `completed_at + replay_window`). A record that was
+/// never completed — in progress or quarantined — also keeps it while its
+/// last lease is live or ended less than a window ago: an attempt that may
+/// still be running its effect, or has just run it, is never answered as if
+/// the key were new. The stores' `gone` predicates state the same rule in
+/// SQL.
+pub fn protected_until(
+    state: RecordState,
+    expires_at: DateTime<Utc>,
+    lease_expires_at: DateTime<Utc>,
+    replay_window: Duration,
+) -> DateTime<Utc> {
+    if state == RecordState::Completed {
+        return expires_at;
+    }
+    let window = chrono::TimeDelta::from_std(replay_window).unwrap_or(chrono::TimeDelta::MAX);
+    let after_lease = lease_expires_at
+        .checked_add_signed(window)
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    expires_at.max(after_lease)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
-    /// The record is past its replay window: claim the key anew.
+    /// The record is gone (past its window, see [`protected_until`]): claim
+    /// the key anew.
     Renew,
     /// Same key, different protected input.
     KeyReused,
@@ -81,10 +130,10 @@ pub enum Decision {
 }
 
 pub fn decide(seen: &Seen, fingerprint: &Fingerprint, on_expiry: LeaseExpiry) -> Decision {
-    let lease_live = seen.state == RecordState::InProgress && seen.lease_expires_at > seen.now;
-    if seen.expires_at <= seen.now && !lease_live {
+    if seen.is_gone() {
         return Decision::Renew;
     }
+    let lease_live = seen.state == RecordState::InProgress && seen.lease_expires_at > seen.now;
     if seen.fingerprint != *fingerprint {
         return Decision::KeyReused;
     }
@@ -114,6 +163,8 @@ mod tests {
 
     const FP: Fingerprint = Fingerprint::from_bytes([1; 32]);
     const OTHER: Fingerprint = Fingerprint::from_bytes([2; 32]);
+    /// The window of every record in these tests.
+    const WINDOW_S: i64 = 60;
 
     fn seen(state: RecordState, lease_left_s: i64, window_left_s: i64) -> Seen {
         let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
@@ -122,6 +173,7 @@ mod tests {
             fingerprint: FP,
             lease_expires_at: now + TimeDelta::seconds(lease_left_s),
             expires_at: now + TimeDelta::seconds(window_left_s),
+            replay_window: Duration::from_secs(WINDOW_S as u64),
             now,
         }
     }
@@ -186,16 +238,51 @@ mod tests {
     }
 
     #[test]
-    fn past_the_window_the_key_is_new_whatever_the_fingerprint() {
-        for state in [Completed, Quarantined] {
+    fn a_completed_key_past_its_window_is_new_whatever_the_fingerprint() {
+        for window_left in [0, -1, -3600] {
+            let d = decide(&seen(Completed, -5, window_left), &OTHER, Takeover);
+            assert_eq!(d, Decision::Renew, "window left {window_left}");
+        }
+    }
+
+    /// When a window ends, row by row: (state, lease left, stored window
+    /// left) → gone or not. A record never completed keeps its key until its
+    /// last lease ended a whole window (60 s here) ago.
+    #[test]
+    fn a_record_never_completed_is_gone_only_a_window_after_its_last_lease() {
+        let rows = [
+            (Completed, -5, 1, false),
+            (Completed, -5, 0, true),
+            (Completed, 3600, -1, true), // a lease means nothing once completed
+            (InProgress, 5, -1, false),  // live lease past the window
+            (InProgress, -1, -1, false), // lease ended 1 s ago
+            (InProgress, -59, -30, false),
+            (InProgress, -60, -30, true),
+            (InProgress, -60, 1, false), // the first window still runs
+            (Quarantined, -5, 0, false),
+            (Quarantined, -61, -1, true),
+        ];
+        for (state, lease, window, gone) in rows {
+            let s = seen(state, lease, window);
+            assert_eq!(s.is_gone(), gone, "{state:?} lease {lease} window {window}");
+            let d = decide(&s, &OTHER, Takeover);
             assert_eq!(
-                decide(&seen(state, -5, 0), &OTHER, Takeover),
-                Decision::Renew
+                d == Decision::Renew,
+                gone,
+                "{state:?} lease {lease} window {window}: {d:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_abandoned_attempt_past_the_first_window_is_taken_over_not_renewed() {
         assert_eq!(
             decide(&seen(InProgress, -1, -1), &FP, Takeover),
-            Decision::Renew
+            Decision::TakeOver
+        );
+        assert_eq!(
+            decide(&seen(InProgress, -1, -1), &FP, LeaseExpiry::Quarantine),
+            Decision::Quarantine
         );
     }
 
@@ -203,5 +290,16 @@ mod tests {
     fn a_live_lease_keeps_the_key_even_past_the_window() {
         let d = decide(&seen(InProgress, 5, -1), &FP, Takeover);
         assert!(matches!(d, Decision::InProgress { .. }));
+    }
+
+    #[test]
+    fn protection_of_an_unfinished_record_ends_a_window_after_its_lease() {
+        let s = seen(InProgress, 30, 10);
+        assert_eq!(
+            s.protected_until(),
+            s.lease_expires_at + TimeDelta::seconds(WINDOW_S)
+        );
+        let done = seen(Completed, 30, 10);
+        assert_eq!(done.protected_until(), done.expires_at);
     }
 }

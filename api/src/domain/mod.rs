@@ -12,7 +12,7 @@ pub mod policy;
 pub mod time;
 pub mod usage;
 
-pub use claim::{decide, Decision, RecordState, Seen};
+pub use claim::{decide, protected_until, Decision, RecordState, Seen};
 pub use effect::EffectSecret;
 pub use fingerprint::Fingerprint;
 pub use names::{IdempotencyKey, KeyHash, NameError, OperationName, ScopedKey, TenantId};

@@ -216,7 +216,7 @@ impl Engine {
                 Decision::TakeOver => {
                     let taken = self
                         .counted("take_over")
-                        .take_over(k, seen.attempt, claim.owner, lease)
+                        .take_over(k, seen.version(), claim.owner, lease)
                         .await?;
                     if let Some(record) = taken {
                         return Ok(ClaimAnswer::Recovering {
@@ -229,7 +229,7 @@ impl Engine {
                 Decision::Quarantine => {
                     let quarantined = self
                         .counted("quarantine_expired")
-                        .quarantine_expired(k, seen.attempt)
+                        .quarantine_expired(k, seen.version())
                         .await?;
                     if quarantined.is_some() {
                         self.changed(k);
@@ -377,7 +377,7 @@ fn in_progress(seen: &KeyRecord, retry_after: Duration) -> ApiError {
     );
     extra.insert(
         "expires_at".into(),
-        crate::domain::time::rfc3339(seen.expires_at).into(),
+        crate::domain::time::rfc3339(seen.protected_until()).into(),
     );
     ApiError::InProgress { retry_after, extra }
 }

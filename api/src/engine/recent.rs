@@ -157,6 +157,7 @@ mod tests {
             completed_at: None,
             quarantine_reason: None,
             expires_at: now + TimeDelta::hours(24),
+            replay_window: Duration::from_secs(86_400),
             created_at: now,
             updated_at: now,
             observed_at: now,

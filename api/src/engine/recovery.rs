@@ -130,16 +130,17 @@ impl Engine {
         })
     }
 
-    /// Quarantines an expired lease still at `attempt` (the lease watch, for
-    /// classes whose policy forbids takeover). True if this call did it.
+    /// Quarantines an expired lease still at the version `seen` (the lease
+    /// watch, for classes whose policy forbids takeover). True if this call
+    /// did it.
     pub async fn quarantine_expired_lease(
         &self,
         k: &ScopedKey,
-        attempt: i32,
+        seen: crate::store::Version,
     ) -> Result<bool, ApiError> {
         let done = self
             .counted("quarantine_expired")
-            .quarantine_expired(k, attempt)
+            .quarantine_expired(k, seen)
             .await?;
         if done.is_some() {
             self.changed(k);

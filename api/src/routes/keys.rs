@@ -155,7 +155,7 @@ fn owned<'a>(
         owner_token: token,
         attempt: r.attempt,
         lease_expires_at: rfc3339(r.lease_expires_at),
-        expires_at: rfc3339(r.expires_at),
+        expires_at: rfc3339(r.protected_until()),
         effect_id,
         previous_attempt,
         steps,

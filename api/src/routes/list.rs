@@ -85,7 +85,7 @@ fn item<'a>(state: &AppState, k: &'a ScopedKey, r: &'a KeyRecord) -> Item<'a> {
             .then(|| rfc3339(r.lease_expires_at)),
         completed_at: r.completed_at.map(rfc3339),
         quarantine_reason: r.quarantine_reason.as_deref(),
-        expires_at: rfc3339(r.expires_at),
+        expires_at: rfc3339(r.protected_until()),
     }
 }
 

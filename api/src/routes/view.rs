@@ -91,7 +91,7 @@ impl<'a> RecordView<'a> {
                 .then(|| rfc3339(r.lease_expires_at)),
             completed_at: opt_rfc3339(r.completed_at),
             quarantine_reason: r.quarantine_reason.as_deref(),
-            expires_at: rfc3339(r.expires_at),
+            expires_at: rfc3339(r.protected_until()),
             steps: steps(secret, k, &r.steps),
             history: serde_json::from_str(&r.history).unwrap_or(Value::Null),
         }

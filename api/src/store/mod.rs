@@ -11,6 +11,31 @@
 //! end-to-end tests run one set of bodies against both
 //! (`idemkey_tests::on_every_backend!`).
 
+/// A record is gone — its key new again — once its replay window is over:
+/// a completed record at `expires_at`; one never completed (in progress or
+/// quarantined) only when, in addition, its last lease ended a whole window
+/// ago. The same rule as `domain::protected_until`, in each dialect; `$now`
+/// is the statement's clock (`now()` on Postgres, a bound parameter holding
+/// epoch milliseconds on SQLite).
+macro_rules! pg_gone {
+    () => {
+        " (expires_at <= now() and (state = 'completed' \
+           or lease_expires_at + window_ms * interval '1 millisecond' <= now())) "
+    };
+}
+
+macro_rules! sqlite_gone {
+    ($now:literal) => {
+        concat!(
+            " (expires_at <= ",
+            $now,
+            " and (state = 'completed' or lease_expires_at + window_ms <= ",
+            $now,
+            ")) "
+        )
+    };
+}
+
 mod classes;
 mod events;
 mod postgres;
@@ -29,6 +54,7 @@ pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use postgres::{sql as postgres_sql, PgStore};
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,
+    Version,
 };
 pub use sqlite::SqliteStore;
 pub use tiering::{ArchiveLag, Placement, SealedSegment, TierBatch, TierCandidate};
@@ -122,8 +148,9 @@ impl Store {
         dispatch!(self, s => s.find(k).await)
     }
 
-    /// Replaces a record that is past its replay window (and holds no live
-    /// lease) with a fresh claim. `None` when the record no longer qualifies.
+    /// Replaces a record that is gone (past its replay window, see
+    /// `domain::protected_until`) with a fresh claim. `None` when the record
+    /// no longer qualifies.
     pub async fn renew_expired(
         &self,
         k: &ScopedKey,
@@ -133,30 +160,31 @@ impl Store {
     }
 
     /// Takes over an in-progress record whose lease has run out, if it is
-    /// still at `seen_attempt`.
+    /// still the version `seen` (attempt and owner).
     pub async fn take_over(
         &self,
         k: &ScopedKey,
-        seen_attempt: i32,
+        seen: Version,
         owner: OwnerTokenHash,
         lease: Duration,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.take_over(k, seen_attempt, owner, lease).await)
+        dispatch!(self, s => s.take_over(k, seen, owner, lease).await)
     }
 
     /// Quarantines an in-progress record whose lease has run out (classes
-    /// whose policy forbids automatic takeover), if it is still at
-    /// `seen_attempt`.
+    /// whose policy forbids automatic takeover), if it is still the version
+    /// `seen`.
     pub async fn quarantine_expired(
         &self,
         k: &ScopedKey,
-        seen_attempt: i32,
+        seen: Version,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.quarantine_expired(k, seen_attempt).await)
+        dispatch!(self, s => s.quarantine_expired(k, seen).await)
     }
 
     /// Stores the outcome if `owner` is the current attempt of an in-progress
-    /// record that is still inside its window (or holds a live lease).
+    /// record that is not gone, and moves the window's end to at least
+    /// `now + replay_window`.
     pub async fn complete(
         &self,
         k: &ScopedKey,
@@ -248,6 +276,13 @@ impl Store {
 /// Milliseconds, as both backends bind durations.
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A stored window length (ms) back as a duration.
+fn window(ms: i64) -> StoreResult<Duration> {
+    u64::try_from(ms)
+        .map(Duration::from_millis)
+        .map_err(|_| StoreError::Corrupt(format!("window_ms {ms}")))
 }
 
 fn hash32(bytes: &[u8]) -> StoreResult<[u8; 32]> {

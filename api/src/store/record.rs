@@ -23,7 +23,12 @@ pub struct KeyRecord {
     pub history: String,
     pub completed_at: Option<DateTime<Utc>>,
     pub quarantine_reason: Option<String>,
+    /// The end of the replay window as stored: first claim + window, moved
+    /// to at least `completed_at + window` by a completion. What callers are
+    /// told is [`KeyRecord::protected_until`].
     pub expires_at: DateTime<Utc>,
+    /// The window length, fixed when the record was first written.
+    pub replay_window: Duration,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The store's clock when this row was read or written.
@@ -55,6 +60,7 @@ impl KeyRecord {
             fingerprint: self.fingerprint,
             lease_expires_at: self.lease_expires_at,
             expires_at: self.expires_at,
+            replay_window: self.replay_window,
             now: self.observed_at,
         }
     }
@@ -62,9 +68,34 @@ impl KeyRecord {
     /// A record past its window is gone as far as any caller can tell
     /// (cleanup may not have removed the row yet).
     pub fn is_expired(&self) -> bool {
-        self.seen().expires_at <= self.observed_at
-            && !(self.state == RecordState::InProgress && self.lease_expires_at > self.observed_at)
+        self.seen().is_gone()
     }
+
+    /// When this key's replay protection ends, as things stand: what every
+    /// answer calls `expires_at`.
+    pub fn protected_until(&self) -> DateTime<Utc> {
+        self.seen().protected_until()
+    }
+
+    /// The row version a compare-and-swap based on this read expects.
+    pub fn version(&self) -> Version {
+        Version {
+            attempt: self.attempt,
+            owner: self.owner_token_hash,
+        }
+    }
+}
+
+/// The version of a record a compare-and-swap expects to find: its attempt
+/// and that attempt's owner-token hash. The attempt alone is not enough: it
+/// restarts at 1 whenever a record is written anew (after a release, after
+/// a renewal), while the owner token is random per attempt, so a stale
+/// takeover can never match a newer record that happens to share the
+/// number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    pub attempt: i32,
+    pub owner: OwnerTokenHash,
 }
 
 /// Everything a fresh claim writes.

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{scoped_from, PgStore, SqliteStore, Store, StoreResult};
-use crate::domain::{ScopedKey, TenantId};
+use super::{scoped_from, PgStore, SqliteStore, Store, StoreResult, Version};
+use crate::domain::{OwnerTokenHash, ScopedKey, TenantId};
 
 /// One kind of stuck key: how many, and the oldest one's reference time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,37 +20,48 @@ pub struct StuckCount {
     pub now: DateTime<Utc>,
 }
 
-const PG_SUMMARY: &str = "\
-    select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest, now() as now \
+// Stuck keys are those not gone yet (`pg_gone!`, `sqlite_gone!`).
+const PG_SUMMARY: &str = concat!(
+    "select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest, now() as now \
       from idempotency_key where state = 'in_progress' \
     union all \
     select 'lease_expired', count(*), min(lease_expires_at), now() \
       from idempotency_key where state = 'in_progress' and lease_expires_at <= now() \
-       and expires_at > now() \
-    union all \
+       and not",
+    pg_gone!(),
+    "union all \
     select 'quarantined', count(*), min(updated_at), now() \
-      from idempotency_key where state = 'quarantined' and expires_at > now()";
+      from idempotency_key where state = 'quarantined' and not",
+    pg_gone!()
+);
 
-const PG_EXPIRED: &str = "\
-    select tenant, operation, key, attempt from idempotency_key \
-     where state = 'in_progress' and lease_expires_at <= now() and expires_at > now() \
-     order by lease_expires_at limit $1";
+const PG_EXPIRED: &str = concat!(
+    "select tenant, operation, key, attempt, owner_token_hash from idempotency_key \
+     where state = 'in_progress' and lease_expires_at <= now() and not",
+    pg_gone!(),
+    "order by lease_expires_at limit $1"
+);
 
-const SQLITE_SUMMARY: &str = "\
-    select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest \
+const SQLITE_SUMMARY: &str = concat!(
+    "select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest \
       from idempotency_key where state = 'in_progress' \
     union all \
     select 'lease_expired', count(*), min(lease_expires_at) \
       from idempotency_key where state = 'in_progress' and lease_expires_at <= ?1 \
-       and expires_at > ?1 \
-    union all \
+       and not",
+    sqlite_gone!("?1"),
+    "union all \
     select 'quarantined', count(*), min(updated_at) \
-      from idempotency_key where state = 'quarantined' and expires_at > ?1";
+      from idempotency_key where state = 'quarantined' and not",
+    sqlite_gone!("?1")
+);
 
-const SQLITE_EXPIRED: &str = "\
-    select tenant, operation, key, attempt from idempotency_key \
-     where state = 'in_progress' and lease_expires_at <= ?1 and expires_at > ?1 \
-     order by lease_expires_at limit ?2";
+const SQLITE_EXPIRED: &str = concat!(
+    "select tenant, operation, key, attempt, owner_token_hash from idempotency_key \
+     where state = 'in_progress' and lease_expires_at <= ?1 and not",
+    sqlite_gone!("?1"),
+    "order by lease_expires_at limit ?2"
+);
 
 fn kind(s: &str) -> &'static str {
     match s {
@@ -68,9 +79,9 @@ impl Store {
         }
     }
 
-    /// In-progress keys whose lease ran out (and still inside their window),
-    /// oldest first, with the attempt each was seen at.
-    pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, i32)>> {
+    /// In-progress keys whose lease ran out (and not gone), oldest first,
+    /// with the version each was seen at.
+    pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
         match self {
             Store::Postgres(s) => s.expired_leases(limit).await,
             Store::Sqlite(s) => s.expired_leases(limit).await,
@@ -78,12 +89,14 @@ impl Store {
     }
 }
 
-fn expired_row<R: Row>(row: &R) -> StoreResult<(ScopedKey, i32)>
+fn expired_row<R: Row>(row: &R) -> StoreResult<(ScopedKey, Version)>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     for<'a> i32: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> Vec<u8>: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
 {
+    let owner: Vec<u8> = row.try_get("owner_token_hash")?;
     let tenant: String = row.try_get("tenant")?;
     let operation: String = row.try_get("operation")?;
     let key: String = row.try_get("key")?;
@@ -91,7 +104,10 @@ where
         .map_err(|_| super::StoreError::Corrupt(format!("tenant {tenant:?}")))?;
     Ok((
         scoped_from(&tenant, &operation, &key)?,
-        row.try_get("attempt")?,
+        Version {
+            attempt: row.try_get("attempt")?,
+            owner: OwnerTokenHash(super::hash32(&owner)?),
+        },
     ))
 }
 
@@ -110,7 +126,7 @@ impl PgStore {
             .collect()
     }
 
-    pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, i32)>> {
+    pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
         let rows = sqlx::query(PG_EXPIRED)
             .bind(i64::from(limit))
             .fetch_all(self.pool())
@@ -139,7 +155,7 @@ impl SqliteStore {
             .collect()
     }
 
-    pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, i32)>> {
+    pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
         let rows = sqlx::query(SQLITE_EXPIRED)
             .bind(Utc::now().timestamp_millis())
             .bind(i64::from(limit))

@@ -374,7 +374,7 @@ pub fn key_page(
     if let Some(reason) = &r.quarantine_reason {
         fields.push(("Quarantine reason", reason.clone()));
     }
-    fields.push(("Replay protection ends", format::when(r.expires_at)));
+    fields.push(("Replay protection ends", format::when(r.protected_until())));
     fields.push(("Tier", "hot (in the database)".to_owned()));
     let steps = view::steps(&state.engine.secret, k, &r.steps)
         .into_iter()

@@ -11,8 +11,8 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 
 use super::{
-    hash32, millis, opt_hash32, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError,
-    StoreResult,
+    hash32, millis, opt_hash32, routing_from_parts, window, Completion, KeyRecord, NewClaim,
+    StoreError, StoreResult, Version,
 };
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
@@ -24,7 +24,7 @@ macro_rules! record {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
           updated_at, steps, history, segment, segment_offset, segment_len, \
-          segment_sha256, tiered_at, rules_digest, now() as observed_at "
+          segment_sha256, tiered_at, rules_digest, window_ms, now() as observed_at "
     };
 }
 
@@ -61,11 +61,18 @@ macro_rules! scoped {
     };
 }
 
-/// Still inside its replay window, or held by a live lease: a record past
-/// both is gone for every caller, its owner included.
+/// Not gone (see `pg_gone!`): a record that is gone is gone for every
+/// caller, its owner included.
 macro_rules! live {
     () => {
-        " and (expires_at > now() or lease_expires_at > now()) "
+        concat!(" and not", pg_gone!())
+    };
+}
+
+/// A completion's new window end: at least a whole window after now.
+macro_rules! window_after_completion {
+    () => {
+        " expires_at = greatest(expires_at, now() + window_ms * interval '1 millisecond') "
     };
 }
 
@@ -84,10 +91,10 @@ pub mod sql {
 /// fingerprint rules' digest (null: the defaults). No row: taken.
 pub const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
-       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at, \
-       rules_digest, history) \
+       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, window_ms, tier_at, \
+       created_at, updated_at, rules_digest, history) \
      values ($1, $2, $3, $4, 'in_progress', 1, $5, now(), now() + $6 * interval '1 millisecond', $6, \
-       now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond', now(), now(), $9, \
+       now() + $7 * interval '1 millisecond', $7, now() + $8 * interval '1 millisecond', now(), now(), $9, \
        jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'at', ",
     now_text!(),
     "))::text) on conflict do nothing returning",
@@ -101,7 +108,8 @@ const RENEW_EXPIRED: &str = concat!(
     "update idempotency_key set fingerprint = $4, state = 'in_progress', attempt = 1, \
        owner_token_hash = $5, claimed_at = now(), lease_expires_at = now() + $6 * interval '1 millisecond', \
        lease_ms = $6, outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
-       expires_at = now() + $7 * interval '1 millisecond', tier_at = now() + $8 * interval '1 millisecond', \
+       expires_at = now() + $7 * interval '1 millisecond', window_ms = $7, \
+       tier_at = now() + $8 * interval '1 millisecond', \
        created_at = now(), updated_at = now(), steps = '{}', segment = null, \
        segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
        rules_digest = $9, \
@@ -109,24 +117,32 @@ const RENEW_EXPIRED: &str = concat!(
     now_text!(),
     "))::text where",
     scoped!(),
-    "and expires_at <= now() and (state <> 'in_progress' or lease_expires_at <= now()) returning",
+    "and",
+    pg_gone!(),
+    "returning",
     record!()
 );
 
+/// `$4` the attempt and `$7` the owner hash seen (the version; the attempt
+/// alone restarts at 1 when a record is written anew), `$5` the new owner
+/// hash, `$6` lease.
 const TAKE_OVER: &str = concat!(
     "update idempotency_key set attempt = attempt + 1, owner_token_hash = $5, claimed_at = now(), \
        lease_expires_at = now() + $6 * interval '1 millisecond', lease_ms = $6, updated_at = now(), ",
     append_history!("'event', 'taken_over', 'attempt', attempt + 1"),
     "where",
     scoped!(),
-    "and state = 'in_progress' and attempt = $4 and lease_expires_at <= now() returning",
+    "and state = 'in_progress' and attempt = $4 and owner_token_hash = $7 \
+       and lease_expires_at <= now() returning",
     record!()
 );
 
 /// The owner (`$4` its token hash) stores outcome `$5` with hash `$6`.
 pub const COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
-       completed_at = now(), updated_at = now(), ",
+       completed_at = now(), updated_at = now(),",
+    window_after_completion!(),
+    ",",
     append_history!("'event', 'completed', 'attempt', attempt"),
     "where",
     scoped!(),
@@ -142,7 +158,8 @@ const QUARANTINE_EXPIRED: &str = concat!(
     append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', 'lease expired', 'by', 'lease watch'"),
     "where",
     scoped!(),
-    "and state = 'in_progress' and attempt = $4 and lease_expires_at <= now() returning",
+    "and state = 'in_progress' and attempt = $4 and owner_token_hash = $5 \
+       and lease_expires_at <= now() returning",
     record!()
 );
 
@@ -264,14 +281,15 @@ impl PgStore {
     pub async fn take_over(
         &self,
         k: &ScopedKey,
-        seen_attempt: i32,
+        seen: Version,
         owner: OwnerTokenHash,
         lease: Duration,
     ) -> StoreResult<Option<KeyRecord>> {
         let q = bind_key(sqlx::query(TAKE_OVER), k)
-            .bind(seen_attempt)
+            .bind(seen.attempt)
             .bind(owner.0.to_vec())
-            .bind(millis(lease));
+            .bind(millis(lease))
+            .bind(seen.owner.0.to_vec());
         self.fetch_record(q).await
     }
 
@@ -279,9 +297,11 @@ impl PgStore {
     pub async fn quarantine_expired(
         &self,
         k: &ScopedKey,
-        seen_attempt: i32,
+        seen: Version,
     ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(QUARANTINE_EXPIRED), k).bind(seen_attempt);
+        let q = bind_key(sqlx::query(QUARANTINE_EXPIRED), k)
+            .bind(seen.attempt)
+            .bind(seen.owner.0.to_vec());
         self.fetch_record(q).await
     }
 
@@ -367,6 +387,7 @@ fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
         completed_at: row.try_get("completed_at")?,
         quarantine_reason: row.try_get("quarantine_reason")?,
         expires_at: row.try_get("expires_at")?,
+        replay_window: window(row.try_get("window_ms")?)?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         observed_at: row.try_get("observed_at")?,

@@ -69,7 +69,9 @@ macro_rules! resolvable {
 // $4 owner hash or null, $5 outcome, $6 outcome hash, $7 actor
 const RESOLVE_COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
-       completed_at = now(), updated_at = now(), ",
+       completed_at = now(), updated_at = now(),",
+    window_after_completion!(),
+    ",",
     append_history!(
         "'event', 'resolved', 'resolution', 'completed', 'attempt', attempt, 'by', $7::text"
     ),
@@ -107,8 +109,9 @@ const LIST: &str = concat!(
        and ($3::text is null or state = $3) \
        and (not $4::bool or lease_expires_at <= now()) \
        and ($5::bigint is null or created_at <= now() - $5 * interval '1 millisecond') \
-       and (expires_at > now() or (state = 'in_progress' and lease_expires_at > now())) \
-       and ($6::timestamptz is null or (created_at, operation, key) < ($6, $7::text, $8::text)) \
+       and not",
+    pg_gone!(),
+    "and ($6::timestamptz is null or (created_at, operation, key) < ($6, $7::text, $8::text)) \
      order by created_at desc, operation desc, key desc limit $9"
 );
 

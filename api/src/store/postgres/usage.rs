@@ -85,10 +85,11 @@ impl PgStore {
     }
 
     pub async fn hot_counts(&self, tenant: &TenantId) -> StoreResult<Vec<HotCount>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query(concat!(
             "select operation, \
-               case when expires_at <= now() \
-                      and not (state = 'in_progress' and lease_expires_at > now()) then 'expired' \
+               case when",
+            pg_gone!(),
+            "then 'expired' \
                     when state = 'in_progress' and lease_expires_at <= now() then 'lease_expired' \
                     when segment is not null then 'archived' \
                     else state end as bucket, \
@@ -96,8 +97,8 @@ impl PgStore {
                min(tier_at) filter (where state = 'completed' and segment is null \
                                       and tier_at <= now()) as tier_due, \
                min(expires_at) filter (where expires_at <= now()) as expired_since \
-             from idempotency_key where tenant = $1 group by operation, bucket",
-        )
+             from idempotency_key where tenant = $1 group by operation, bucket"
+        ))
         .bind(tenant.as_str().to_owned())
         .fetch_all(&self.pool)
         .await?;

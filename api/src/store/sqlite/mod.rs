@@ -18,8 +18,8 @@ use sqlx::sqlite::{
 use sqlx::Row;
 
 use super::{
-    hash32, millis, opt_hash32, routing_from_parts, Completion, KeyRecord, NewClaim, StoreError,
-    StoreResult,
+    hash32, millis, opt_hash32, routing_from_parts, window, Completion, KeyRecord, NewClaim,
+    StoreError, StoreResult, Version,
 };
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
@@ -30,7 +30,7 @@ macro_rules! record {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
           updated_at, steps, history, segment, segment_offset, segment_len, \
-          segment_sha256, tiered_at, rules_digest "
+          segment_sha256, tiered_at, rules_digest, window_ms "
     };
 }
 
@@ -68,9 +68,17 @@ macro_rules! scoped {
     };
 }
 
+/// Not gone (see `sqlite_gone!`).
 macro_rules! live {
     () => {
-        " and (expires_at > ?4 or lease_expires_at > ?4) "
+        concat!(" and not", sqlite_gone!("?4"))
+    };
+}
+
+/// A completion's new window end: at least a whole window after now.
+macro_rules! window_after_completion {
+    () => {
+        " expires_at = max(expires_at, ?4 + window_ms) "
     };
 }
 
@@ -81,9 +89,9 @@ mod usage;
 // ?10 the fingerprint rules' digest (null: the defaults)
 const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
-       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, tier_at, created_at, updated_at, \
-       rules_digest, history) \
-     values (?1, ?2, ?3, ?5, 'in_progress', 1, ?6, ?4, ?4 + ?7, ?7, ?4 + ?8, ?4 + ?9, ?4, ?4, ?10, \
+       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, window_ms, tier_at, \
+       created_at, updated_at, rules_digest, history) \
+     values (?1, ?2, ?3, ?5, 'in_progress', 1, ?6, ?4, ?4 + ?7, ?7, ?4 + ?8, ?8, ?4 + ?9, ?4, ?4, ?10, \
        json_array(json_object('event', 'claimed', 'attempt', 1, 'at', ",
     now_text!(),
     "))) on conflict do nothing returning",
@@ -96,43 +104,50 @@ const RENEW_EXPIRED: &str = concat!(
     "update idempotency_key set fingerprint = ?5, state = 'in_progress', attempt = 1, \
        owner_token_hash = ?6, claimed_at = ?4, lease_expires_at = ?4 + ?7, lease_ms = ?7, \
        outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
-       expires_at = ?4 + ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4, steps = '{}', segment = null, \
+       expires_at = ?4 + ?8, window_ms = ?8, tier_at = ?4 + ?9, created_at = ?4, updated_at = ?4, steps = '{}', segment = null, \
        segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
        rules_digest = ?10, \
        history = json_array(json_object('event', 'claimed', 'attempt', 1, 'renewed', json('true'), 'at', ",
     now_text!(),
     ")) where",
     scoped!(),
-    "and expires_at <= ?4 and (state <> 'in_progress' or lease_expires_at <= ?4) returning",
+    "and",
+    sqlite_gone!("?4"),
+    "returning",
     record!()
 );
 
-// ?5 seen attempt, ?6 owner hash, ?7 lease ms
+// ?5 seen attempt, ?6 new owner hash, ?7 lease ms, ?8 seen owner hash (the
+// version; the attempt alone restarts at 1 when a record is written anew)
 const TAKE_OVER: &str = concat!(
     "update idempotency_key set attempt = attempt + 1, owner_token_hash = ?6, claimed_at = ?4, \
        lease_expires_at = ?4 + ?7, lease_ms = ?7, updated_at = ?4, ",
     append_history!("'event', 'taken_over', 'attempt', attempt + 1"),
     "where",
     scoped!(),
-    "and state = 'in_progress' and attempt = ?5 and lease_expires_at <= ?4 returning",
+    "and state = 'in_progress' and attempt = ?5 and owner_token_hash = ?8 \
+       and lease_expires_at <= ?4 returning",
     record!()
 );
 
-// ?5 seen attempt
+// ?5 seen attempt, ?6 seen owner hash
 const QUARANTINE_EXPIRED: &str = concat!(
     "update idempotency_key set state = 'quarantined', quarantine_reason = 'lease expired', \
        updated_at = ?4, ",
     append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', 'lease expired', 'by', 'lease watch'"),
     "where",
     scoped!(),
-    "and state = 'in_progress' and attempt = ?5 and lease_expires_at <= ?4 returning",
+    "and state = 'in_progress' and attempt = ?5 and owner_token_hash = ?6 \
+       and lease_expires_at <= ?4 returning",
     record!()
 );
 
 // ?5 owner hash, ?6 outcome, ?7 outcome hash
 const COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = ?6, outcome_hash = ?7, \
-       completed_at = ?4, updated_at = ?4, ",
+       completed_at = ?4, updated_at = ?4,",
+    window_after_completion!(),
+    ",",
     append_history!("'event', 'completed', 'attempt', attempt"),
     "where",
     scoped!(),
@@ -243,25 +258,28 @@ impl SqliteStore {
     pub async fn take_over(
         &self,
         k: &ScopedKey,
-        seen_attempt: i32,
+        seen: Version,
         owner: OwnerTokenHash,
         lease: Duration,
     ) -> StoreResult<Option<KeyRecord>> {
         let now = Utc::now();
         let q = bind_key(sqlx::query(TAKE_OVER), k, now)
-            .bind(seen_attempt)
+            .bind(seen.attempt)
             .bind(owner.0.to_vec())
-            .bind(millis(lease));
+            .bind(millis(lease))
+            .bind(seen.owner.0.to_vec());
         self.fetch_record(q, now).await
     }
 
     pub async fn quarantine_expired(
         &self,
         k: &ScopedKey,
-        seen_attempt: i32,
+        seen: Version,
     ) -> StoreResult<Option<KeyRecord>> {
         let now = Utc::now();
-        let q = bind_key(sqlx::query(QUARANTINE_EXPIRED), k, now).bind(seen_attempt);
+        let q = bind_key(sqlx::query(QUARANTINE_EXPIRED), k, now)
+            .bind(seen.attempt)
+            .bind(seen.owner.0.to_vec());
         self.fetch_record(q, now).await
     }
 
@@ -368,6 +386,7 @@ fn record_from_row(row: &SqliteRow, now: DateTime<Utc>) -> StoreResult<KeyRecord
         completed_at: opt_time(row, "completed_at")?,
         quarantine_reason: row.try_get("quarantine_reason")?,
         expires_at: time(row, "expires_at")?,
+        replay_window: window(row.try_get("window_ms")?)?,
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
         observed_at: now,

@@ -73,7 +73,9 @@ macro_rules! resolvable {
 // ?5 owner hash or null, ?6 outcome, ?7 outcome hash, ?8 actor
 const RESOLVE_COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = ?6, outcome_hash = ?7, \
-       completed_at = ?4, updated_at = ?4, ",
+       completed_at = ?4, updated_at = ?4,",
+    window_after_completion!(),
+    ",",
     append_history!("'event', 'resolved', 'resolution', 'completed', 'attempt', attempt, 'by', ?8"),
     "where",
     scoped!(),
@@ -110,8 +112,9 @@ const LIST: &str = concat!(
        and (?3 is null or state = ?3) \
        and (not ?5 or lease_expires_at <= ?4) \
        and (?6 is null or created_at <= ?4 - ?6) \
-       and (expires_at > ?4 or (state = 'in_progress' and lease_expires_at > ?4)) \
-       and (?7 is null or (created_at, operation, key) < (?7, ?8, ?9)) \
+       and not",
+    sqlite_gone!("?4"),
+    "and (?7 is null or (created_at, operation, key) < (?7, ?8, ?9)) \
      order by created_at desc, operation desc, key desc limit ?10"
 );
 

@@ -87,10 +87,11 @@ impl SqliteStore {
 
     pub async fn hot_counts(&self, tenant: &TenantId) -> StoreResult<Vec<HotCount>> {
         let now = Utc::now();
-        let rows = sqlx::query(
+        let rows = sqlx::query(concat!(
             "select operation, \
-               case when expires_at <= ?2 \
-                      and not (state = 'in_progress' and lease_expires_at > ?2) then 'expired' \
+               case when",
+            sqlite_gone!("?2"),
+            "then 'expired' \
                     when state = 'in_progress' and lease_expires_at <= ?2 then 'lease_expired' \
                     when segment is not null then 'archived' \
                     else state end as bucket, \
@@ -98,8 +99,8 @@ impl SqliteStore {
                min(tier_at) filter (where state = 'completed' and segment is null \
                                       and tier_at <= ?2) as tier_due, \
                min(expires_at) filter (where expires_at <= ?2) as expired_since \
-             from idempotency_key where tenant = ?1 group by operation, bucket",
-        )
+             from idempotency_key where tenant = ?1 group by operation, bucket"
+        ))
         .bind(tenant.as_str().to_owned())
         .bind(now.timestamp_millis())
         .fetch_all(&self.pool)

@@ -39,13 +39,17 @@ const SLIM: &str = "\
      where k.tenant = u.tenant and k.operation = u.operation and k.key = u.key \
        and k.state = 'completed' and k.segment is null and k.outcome_hash = u.outcome_hash";
 
-const DELETE_EXPIRED: &str = "\
-    with doomed as ( \
+/// Records that are gone (`pg_gone!`: a record never completed stays a
+/// whole window after its last lease), oldest window end first.
+const DELETE_EXPIRED: &str = concat!(
+    "with doomed as ( \
         select tenant, operation, key from idempotency_key \
-         where expires_at <= now() and (state <> 'in_progress' or lease_expires_at <= now()) \
-         order by expires_at limit $1 for update skip locked) \
+         where",
+    pg_gone!(),
+    "order by expires_at limit $1 for update skip locked) \
     delete from idempotency_key k using doomed d \
-     where k.tenant = d.tenant and k.operation = d.operation and k.key = d.key";
+     where k.tenant = d.tenant and k.operation = d.operation and k.key = d.key"
+);
 
 /// Segments nothing points at: an orphan of a dead tiering run (`pending`,
 /// and its writer's advisory lock is free), a `live` one whose records are
@@ -83,17 +87,24 @@ const CONDEMN: &str = concat!(
 
 const FORGET: &str = "delete from archive_segment where name = $1 and state = 'deleting'";
 
-const LAG: &str = "\
-    select (select min(tier_at) from idempotency_key \
+/// `cleanup_due`: when the oldest record cleanup has not removed yet
+/// became gone.
+const LAG: &str = concat!(
+    "select (select min(tier_at) from idempotency_key \
              where state = 'completed' and segment is null and tier_at <= now() \
                and expires_at > now()) as tiering_due, \
-           (select min(expires_at) from idempotency_key \
-             where expires_at <= now()) as cleanup_due, \
+           (select min(case when state = 'completed' then expires_at \
+                       else greatest(expires_at, \
+                                     lease_expires_at + window_ms * interval '1 millisecond') end) \
+              from idempotency_key where",
+    pg_gone!(),
+    ") as cleanup_due, \
            count(*) as segments, \
            coalesce(sum(records), 0)::bigint as records, \
            coalesce(sum(len), 0)::bigint as bytes, \
            now() as now \
-      from archive_segment where state = 'live'";
+      from archive_segment where state = 'live'"
+);
 
 pub(super) struct PgTiering {
     tx: Transaction<'static, Postgres>,

@@ -41,11 +41,13 @@ const SLIM: &str = "\
        and state = 'completed' and segment is null and outcome_hash = ?5";
 
 // ?1 now, ?2 limit
-const DELETE_EXPIRED: &str = "\
-    delete from idempotency_key where (tenant, operation, key) in ( \
+const DELETE_EXPIRED: &str = concat!(
+    "delete from idempotency_key where (tenant, operation, key) in ( \
         select tenant, operation, key from idempotency_key \
-         where expires_at <= ?1 and (state <> 'in_progress' or lease_expires_at <= ?1) \
-         order by expires_at limit ?2)";
+         where",
+    sqlite_gone!("?1"),
+    "order by expires_at limit ?2)"
+);
 
 // ?1 now, ?2 limit: every pending segment is an orphan here (see the module).
 const CONDEMN: &str = "\
@@ -60,15 +62,22 @@ const CONDEMN: &str = "\
 
 const FORGET: &str = "delete from archive_segment where name = ?1 and state = 'deleting'";
 
-const LAG: &str = "\
-    select (select min(tier_at) from idempotency_key \
+/// `cleanup_due`: when the oldest record cleanup has not removed yet
+/// became gone.
+const LAG: &str = concat!(
+    "select (select min(tier_at) from idempotency_key \
              where state = 'completed' and segment is null and tier_at <= ?1 \
                and expires_at > ?1) as tiering_due, \
-           (select min(expires_at) from idempotency_key where expires_at <= ?1) as cleanup_due, \
+           (select min(case when state = 'completed' then expires_at \
+                       else max(expires_at, lease_expires_at + window_ms) end) \
+              from idempotency_key where",
+    sqlite_gone!("?1"),
+    ") as cleanup_due, \
            count(*) as segments, \
            coalesce(sum(records), 0) as records, \
            coalesce(sum(len), 0) as bytes \
-      from archive_segment where state = 'live'";
+      from archive_segment where state = 'live'"
+);
 
 pub(super) struct SqliteTiering {
     pool: SqlitePool,
