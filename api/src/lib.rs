@@ -15,6 +15,8 @@ pub mod engine;
 pub mod error;
 pub mod lease_watch;
 pub mod metrics;
+#[cfg(test)]
+mod proptest_config;
 pub mod ratelimit;
 pub mod routes;
 pub mod startup;

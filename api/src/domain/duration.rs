@@ -40,6 +40,9 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -120,6 +120,9 @@ impl KeyHash {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -117,3 +117,4 @@ fn principal(tenant: &str, roles: &[Role]) -> Principal {
 mod claims;
 mod keys_and_algorithms;
 mod minting;
+mod proptests;

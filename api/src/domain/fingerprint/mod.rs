@@ -38,6 +38,8 @@
 
 mod numbers;
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

@@ -86,14 +86,21 @@ pub(super) fn normalise_decimal(s: &str) -> Option<String> {
 }
 
 /// True when the literal's exact value differs from the shortest round-trip
-/// decimal of its nearest double (what Rust's `{:e}` and RFC 8785 both print).
-/// Text that is not a number at all (only seen in already invalid JSON) is
-/// left for the parser to report.
+/// decimal of its nearest double as RFC 8785 prints it. That decimal is taken
+/// from the canonicaliser itself, not from Rust's `{:e}`: when two shortest
+/// decimals are equally near, RFC 8785 (ECMAScript) takes the even one and
+/// Rust the other (2146977786322617.25 is `…617.2` in RFC 8785 and `…617.3`
+/// in Rust), and a canonical form must read back as itself. Text that is not
+/// a number at all (only seen in already invalid JSON) is left for the parser
+/// to report.
 fn changes_on_round_trip(literal: &str) -> bool {
     let Ok(double) = literal.parse::<f64>() else {
         return false;
     };
-    !double.is_finite() || decimal_value(literal) != decimal_value(&format!("{double:e}"))
+    let Ok(printed) = serde_json_canonicalizer::to_string(&double) else {
+        return true; // not finite: RFC 8785 has no spelling for it
+    };
+    decimal_value(literal) != decimal_value(&printed)
 }
 
 /// A decimal as sign, significant digits and exponent: `0.digits × 10^exponent`.
@@ -130,3 +137,6 @@ fn decimal_value(text: &str) -> Option<Decimal> {
         exponent,
     })
 }
+
+#[cfg(test)]
+mod proptests;

@@ -16,8 +16,11 @@
 //! member present, durations in their shortest exact spelling (`"24h"` comes
 //! back as `"1d"`), pointer lists in the order given.
 
+mod object_only;
+
 use std::time::Duration;
 
+use object_only::{object_only, ObjectOnly};
 use serde::{Deserialize, Serialize};
 
 use super::{LeaseExpiry, Policy, MAX_OUTCOME_BYTES_CEILING, MIN_LEASE};
@@ -55,7 +58,11 @@ pub struct PolicyDocument {
     pub max_outcome_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_lease_expiry: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "object_only",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub fingerprint: Option<FingerprintDocument>,
     /// Read-only: whether the class has no stored policy. The API sets it on
     /// answers; input may carry it (so a policy read with `GET` can be edited
@@ -109,7 +116,7 @@ impl PolicyDocument {
     /// [`Self::into_policy`].
     pub fn from_json(json: &[u8]) -> Result<Self, PolicyJsonError> {
         let mut de = serde_json::Deserializer::from_slice(json);
-        let doc = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let doc = serde_path_to_error::deserialize(ObjectOnly(&mut de)).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             match inner.classify() {
@@ -288,5 +295,7 @@ fn pointers(field: &str, list: Option<Vec<String>>) -> Result<Vec<String>, Inval
     Ok(list)
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;
