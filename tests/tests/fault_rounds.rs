@@ -69,7 +69,10 @@ async fn no_effect_happens_twice_whatever_fails() {
             _ => link_round(&settings).await,
         };
         total += figures;
-        violations.extend(found.into_iter().map(|v| format!("[{fault}] {v}")));
+        for v in found {
+            println!("VIOLATION in the {fault} round: {v}");
+            violations.push(format!("[{fault}] {v}"));
+        }
     }
     println!(
         "fault rounds, total: {total} ({:.1} s)",
@@ -80,6 +83,43 @@ async fn no_effect_happens_twice_whatever_fails() {
         "{} violations:\n{}",
         violations.len(),
         violations.join("\n")
+    );
+}
+
+/// The checker itself: clients that skip the provider lookup on
+/// `recovering` charge again after every death, and the round must say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checker_catches_clients_that_recover_without_looking() {
+    // Arrange: one server, no fault, half of the owners dying after the charge.
+    let settings = Settings {
+        operations: 20,
+        load: Duration::from_secs(3),
+        die_per_mille: 500,
+        careless: true,
+        ..Settings::from_env(1)
+    };
+    let db = fresh_database().await;
+    let fleet = Fleet::start(vec![node_vars(&db)]).await;
+    let provider = Provider::start().await;
+
+    // Act
+    let started = Instant::now();
+    let mut running = Running::start("careless", &fleet, &provider, &settings, policy()).await;
+    running.finish().await;
+    let (figures, violations) = running.judge("careless", &provider, 0, started).await;
+
+    // Assert: every death was followed by a second charge, and reported.
+    println!(
+        "the careless clients' round: {} violations found, as it should",
+        violations.len()
+    );
+    assert!(figures.deaths > 0, "some owners died: {figures}");
+    assert!(figures.charges > figures.operations, "{figures}");
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.what.contains("charged its effect id 2 times")),
+        "the checker reports the duplicate charges"
     );
 }
 
@@ -107,7 +147,7 @@ async fn kill_round(settings: &Settings) -> Report {
     let mut running = Running::start("kill", &fleet, &provider, settings, policy()).await;
     let mut faults = 0;
     while Instant::now() < running.load_ends {
-        pause(Duration::from_millis(300), Duration::from_millis(1_500)).await;
+        pause(Duration::from_millis(200), Duration::from_millis(1_000)).await;
         let victim = rand::random_range(0..fleet.len());
         fleet.kill(victim).await;
         faults += 1;
@@ -129,7 +169,7 @@ async fn postgres_round(settings: &Settings) -> Report {
     let mut running = Running::start("postgres", &fleet, &provider, settings, policy()).await;
     let mut faults = 0;
     while Instant::now() < running.load_ends {
-        pause(Duration::from_millis(1_000), Duration::from_millis(2_500)).await;
+        pause(Duration::from_millis(500), Duration::from_millis(1_500)).await;
         let mode = if faults % 2 == 0 { "immediate" } else { "fast" };
         block_in_place(|| cluster.stop(mode));
         faults += 1;

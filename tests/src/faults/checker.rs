@@ -36,7 +36,12 @@ pub struct Figures {
     pub takeovers: u64,
     pub replays: u64,
     pub retries: u64,
+    /// Claims and completions cut off in flight (reset or timed out after
+    /// the request was sent, not refused): the moments a fault hit a call
+    /// the server may already have acted on.
+    pub unanswered: u64,
     pub deaths: u64,
+    pub stalls: u64,
     pub abandoned: u64,
     pub lease_lost: u64,
     pub charges: u64,
@@ -53,7 +58,9 @@ impl std::ops::AddAssign for Figures {
         self.takeovers += o.takeovers;
         self.replays += o.replays;
         self.retries += o.retries;
+        self.unanswered += o.unanswered;
         self.deaths += o.deaths;
+        self.stalls += o.stalls;
         self.abandoned += o.abandoned;
         self.lease_lost += o.lease_lost;
         self.charges += o.charges;
@@ -66,8 +73,8 @@ impl fmt::Display for Figures {
         write!(
             f,
             "rounds {} · faults {} · operations {} · claimed {} · recovering {} · \
-             takeovers {} · replays {} · retries {} · deaths {} · abandoned {} · \
-             lease_lost {} · charges {} · violations {}",
+             takeovers {} · replays {} · retries {} (unanswered {}) · deaths {} · \
+             stalls {} · abandoned {} · lease_lost {} · charges {} · violations {}",
             self.rounds,
             self.faults,
             self.operations,
@@ -76,7 +83,9 @@ impl fmt::Display for Figures {
             self.takeovers,
             self.replays,
             self.retries,
+            self.unanswered,
             self.deaths,
+            self.stalls,
             self.abandoned,
             self.lease_lost,
             self.charges,
@@ -182,6 +191,12 @@ fn problems(
             "the outcome names charge {named:?}, the provider's charge is {provider_charge:?}"
         ));
     }
+    let sent = story
+        .iter()
+        .any(|e| e.call == Call::Complete && e.outcome.as_ref() == Some(outcome));
+    if !sent {
+        found.push(format!("no completer sent the stored outcome {outcome}"));
+    }
     for e in story {
         let seen = e.outcome.as_ref();
         if is(e, Call::Complete, 200) && seen != Some(outcome) {
@@ -197,7 +212,7 @@ fn problems(
                     | (Call::Complete, 200, "completed")
                     | (Call::Complete, 409, "lease_lost" | "already_completed")
                     | (
-                        Call::Find | Call::Charge | Call::Died | Call::Abandoned,
+                        Call::Find | Call::Charge | Call::Died | Call::Stalled | Call::Abandoned,
                         _,
                         _
                     )
@@ -229,8 +244,13 @@ fn count(entries: &HashMap<String, Vec<Entry>>) -> Figures {
             (Call::Claim, 200, "completed") => f.replays += 1,
             (Call::Find, _, "found") => f.takeovers += 1,
             (Call::Died, _, _) => f.deaths += 1,
+            (Call::Stalled, _, _) => f.stalls += 1,
             (Call::Abandoned, _, _) => f.abandoned += 1,
             (Call::Complete, 409, "lease_lost") => f.lease_lost += 1,
+            (Call::Claim | Call::Complete, 0, word) if word != "connect_failed" => {
+                f.retries += 1;
+                f.unanswered += 1;
+            }
             _ if e.is_retryable() => f.retries += 1,
             _ => {}
         }

@@ -13,7 +13,9 @@
 //!
 //! Some callers die between the effect and the completion (they forget
 //! their owner token) and come back later as a new client of the same key,
-//! which then waits out the lease and recovers. An owner starts the effect
+//! which then waits out the lease and recovers. Others stall past their
+//! lease, before the effect or between effect and completion, and carry on
+//! with their old token. An owner starts the effect
 //! only while its lease has a safety margin left, as a careful client must:
 //! a lease ending during the effect would let a recovering attempt look at
 //! the provider too early.
@@ -41,6 +43,11 @@ pub struct Workload {
     pub margin: Duration,
     /// Chance, in thousandths, that an owner dies after its effect.
     pub die_per_mille: u32,
+    /// Chance, in thousandths, that an owner stalls past its lease.
+    pub stall_per_mille: u32,
+    /// Skip the provider lookup on `recovering` (breaks the recipe on
+    /// purpose, to test the checker).
+    pub careless: bool,
     pub journal: Arc<Journal>,
     /// Callers stop retrying after this.
     pub give_up_at: Instant,
@@ -121,8 +128,17 @@ impl Workload {
             .as_str()
             .and_then(|t| t.parse().ok())
             .expect("lease_expires_at");
+        // A stalled owner (a long pause, a slow network) outlives its
+        // lease: before the effect, its lease check must stop it; after
+        // the effect, its late completion must be fenced off if another
+        // attempt took over meanwhile.
+        let stall = rand::random_range(0..1000) < self.stall_per_mille;
+        let stall_first = stall && rand::random();
+        if stall_first {
+            self.stall(key, caller, attempt, "before the effect").await;
+        }
         let mut charge_id = None;
-        if claim["status"] == "recovering" {
+        if claim["status"] == "recovering" && !self.careless {
             charge_id = self.find(key, caller, attempt, &effect_id).await;
         }
         let charge_id = match charge_id {
@@ -140,7 +156,9 @@ impl Workload {
                     .await
             }
         };
-        if rand::random_range(0..1000) < self.die_per_mille {
+        if stall && !stall_first {
+            self.stall(key, caller, attempt, "after the effect").await;
+        } else if rand::random_range(0..1000) < self.die_per_mille {
             let mut e = Entry::new(Call::Died, caller);
             e.attempt = attempt;
             e.note = format!("after charge {charge_id}");
@@ -161,6 +179,16 @@ impl Workload {
             self.complete(key, caller, token, &outcome).await,
             Completion::Acknowledged
         )
+    }
+
+    /// Pauses past the end of the lease.
+    async fn stall(&self, key: &str, caller: u32, attempt: Option<i64>, when: &str) {
+        let mut e = Entry::new(Call::Stalled, caller);
+        e.attempt = attempt;
+        e.note = when.into();
+        self.journal.record(key, e);
+        let pause = self.lease_ms + rand::random_range(200..1_200);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
     }
 
     /// Completes until acknowledged or fenced off; retries the same

@@ -23,6 +23,8 @@ pub enum Call {
     Charge,
     /// The client dropped its owner token between effect and completion.
     Died,
+    /// The owner paused past the end of its lease.
+    Stalled,
     /// The lease was too close to its end to start the effect safely.
     Abandoned,
     /// The client stopped trying at the round's deadline.
@@ -81,7 +83,13 @@ impl fmt::Display for Entry {
             Some(n) => write!(f, "n{n} ")?,
             None => write!(f, "   ")?,
         }
-        write!(f, "{:?} {} {}", self.call, self.status, self.word)?;
+        write!(f, "{:?}", self.call)?;
+        if matches!(
+            self.call,
+            Call::Claim | Call::Complete | Call::Find | Call::Charge
+        ) {
+            write!(f, " {} {}", self.status, self.word)?;
+        }
         if let Some(a) = self.attempt {
             write!(f, " attempt={a}")?;
         }
