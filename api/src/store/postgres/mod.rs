@@ -185,8 +185,8 @@ const RELEASE: &str = concat!(
 ///
 /// sqlx pings every connection as it goes back to the pool, so one released
 /// a moment ago is known to be good; its default of pinging again on every
-/// acquire added a round trip to every statement (the benchmark's profile,
-/// issue 8). A connection that died while idle for less than this fails its
+/// acquire added a round trip to every statement (seen in the benchmark's
+/// profile). A connection that died while idle for less than this fails its
 /// statement, which answers 503 `unavailable` (retryable, never "new"), and
 /// sqlx then discards it.
 const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
