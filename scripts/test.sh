@@ -17,5 +17,8 @@ psql -h 127.0.0.1 -U postgres -d postgres -Atqc \
 export TMPDIR="$PWD/target/test-tmp"
 rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 
+# A plain `cargo test` at the root fails, pointing here (web/tests/whole_suite.rs).
+export IDEMKEY_TEST_SUITE=1
+
 cargo build --workspace --bins
 cargo test --workspace "$@"

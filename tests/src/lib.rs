@@ -18,6 +18,7 @@ pub mod store_model;
 pub mod stores;
 pub mod tiering;
 pub mod tokens;
+pub mod waiting;
 
 pub use app::TestApp;
 pub use tokens::{TEST_AUDIENCE, TEST_ISSUER, TEST_KID, TEST_SECRET};

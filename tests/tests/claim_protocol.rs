@@ -1,6 +1,7 @@
 //! Every row of the claim table, and the owner's calls, over real HTTP
 //! against a real Postgres.
 
+use idemkey_tests::waiting::until_waiting;
 use idemkey_tests::TestApp;
 use serde_json::{json, Value};
 
@@ -94,7 +95,8 @@ async fn a_bounded_wait_returns_the_outcome_once_the_owner_completes(app: TestAp
         json!({"request": charge(25), "wait_ms": 10_000}),
     );
     let owner = async {
-        // The owner completes while the duplicate is already waiting.
+        // The owner completes once the duplicate is waiting.
+        until_waiting(|| app.metrics(), 1.0).await;
         app.complete(OP, "k1", &token, outcome()).await
     };
     let (waited, completed) = tokio::join!(waiter, owner);
@@ -107,16 +109,21 @@ async fn a_bounded_wait_returns_the_outcome_once_the_owner_completes(app: TestAp
 async fn a_bounded_wait_gives_up_with_in_progress(app: TestApp) {
     app.claim(OP, "k1", charge(25)).await.assert(201, "claimed");
 
-    let dup = app
-        .call(
-            OP,
-            "k1",
-            "claim",
-            json!({"request": charge(25), "wait_ms": 300}),
-        )
-        .await;
+    let started = std::time::Instant::now();
+    let dup = app.call(
+        OP,
+        "k1",
+        "claim",
+        json!({"request": charge(25), "wait_ms": 1_000}),
+    );
+    let (dup, ()) = tokio::join!(dup, until_waiting(|| app.metrics(), 1.0));
 
     dup.assert(409, "in_progress");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(1_000),
+        "gave up after {:?}, before its wait was over",
+        started.elapsed()
+    );
 }
 
 async fn the_same_key_with_a_different_request_is_rejected_in_every_state(app: TestApp) {

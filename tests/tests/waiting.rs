@@ -9,6 +9,7 @@ use idemkey_tests::app::{encode, test_vars, Answer, Metrics};
 use idemkey_tests::db::fresh_database;
 use idemkey_tests::process::ServerProcess;
 use idemkey_tests::tokens::{fresh_tenant, token};
+use idemkey_tests::waiting::until_waiting;
 use idemkey_tests::TestApp;
 use serde_json::{json, Value};
 
@@ -16,21 +17,6 @@ const OP: &str = "charges.create";
 
 fn outcome() -> Value {
     json!({"status_code": 201, "body": {"charge": "ch_9", "amount": "25.00"}, "resource_id": "ch_9"})
-}
-
-/// Waits until `metrics` shows `n` claims waiting (bounded: 10 s).
-async fn until_waiting<F, Fut>(metrics: F, n: f64)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Metrics>,
-{
-    for _ in 0..1000 {
-        if metrics().await.get("idemkey_claim_waiters") == n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("never saw {n} waiting claims");
 }
 
 async fn a_waiting_duplicate_is_answered_with_the_outcome_once_the_owner_completes(app: TestApp) {
