@@ -162,7 +162,12 @@ impl ResponseError for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        tracing::error!(error = ?e, "store error");
+        match e {
+            // Refused at once while the database is away: the breaker
+            // logged when it opened; one line per refused call would flood.
+            StoreError::Unreachable => tracing::debug!("store unreachable; refused at once"),
+            e => tracing::error!(error = ?e, "store error"),
+        }
         Self::Unavailable
     }
 }

@@ -1,6 +1,9 @@
 //! When the store cannot answer, the answer is a retryable 503 — never "new"
 //! (invariant 6). And the quarantined row of the claim table.
 
+use std::time::{Duration, Instant};
+
+use idemkey_tests::faults::cluster::PgCluster;
 use idemkey_tests::TestApp;
 use serde_json::json;
 use sqlx::Connection;
@@ -91,4 +94,72 @@ async fn a_quarantined_key_refuses_claims_until_it_is_resolved() {
     reused.assert(422, "key_reused");
     lookup.assert(200, "quarantined");
     assert_eq!(lookup.json()["quarantine_reason"], "provider timeout");
+}
+
+/// A database that is away costs each request no more than a moment: after
+/// a few calls in a row could not reach it, the rest are refused at once
+/// (503 with `Retry-After`), `/readyz` says so within a second, and calls go
+/// through again as soon as it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_the_database_stopped_calls_fail_fast_and_recover_at_once() {
+    let cluster = PgCluster::start().await;
+    let app = TestApp::spawn_node(&cluster.fresh_database().await, |_| {}).await;
+    app.claim(OP, "k1", json!({"a": 1}))
+        .await
+        .assert(201, "claimed");
+
+    // The first calls wait for the pool to give up connecting; three in a
+    // row open the breaker.
+    tokio::task::block_in_place(|| cluster.stop("fast"));
+    let started = Instant::now();
+    let (a, b, c) = tokio::join!(
+        app.claim(OP, "w1", json!({"a": 1})),
+        app.claim(OP, "w2", json!({"a": 1})),
+        app.claim(OP, "w3", json!({"a": 1})),
+    );
+    let first_took = started.elapsed();
+    for waited in [a, b, c] {
+        waited.assert(503, "unavailable");
+    }
+
+    let started = Instant::now();
+    let fast = app.claim(OP, "k2", json!({"a": 1})).await;
+    let fast_took = started.elapsed();
+    let started = Instant::now();
+    let ready = app
+        .client
+        .get(format!("{}/readyz", app.address))
+        .send()
+        .await
+        .unwrap();
+    let ready_took = started.elapsed();
+
+    fast.assert(503, "unavailable");
+    assert_eq!(fast.retry_after.as_deref(), Some("1"));
+    assert!(fast_took < Duration::from_millis(500), "took {fast_took:?}");
+    assert_eq!(ready.status(), 503);
+    assert!(ready_took < Duration::from_secs(1), "took {ready_took:?}");
+
+    // Back: the first calls after the database restarts go through.
+    tokio::task::block_in_place(|| cluster.start_server());
+    let back = Instant::now();
+    loop {
+        let answer = app.claim(OP, "k3", json!({"a": 1})).await;
+        if answer.status == 201 {
+            break;
+        }
+        answer.assert(503, "unavailable");
+        assert!(
+            back.elapsed() < Duration::from_secs(10),
+            "still refused {:?} after the database came back",
+            back.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "database stopped: the first calls took {first_took:?}, then one took {fast_took:?} \
+         and /readyz {ready_took:?}; back {:?} after the restart",
+        back.elapsed()
+    );
+    app.lookup(OP, "k1").await.assert(200, "in_progress");
 }

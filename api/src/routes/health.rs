@@ -11,8 +11,19 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({"status": "ok"}))
 }
 
+/// `/readyz` answers within this, ready or not: a readiness probe's
+/// default timeout is one second, and a database that takes longer than
+/// this to answer `select 1` is not one to send traffic to.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_millis(900);
+
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    state.engine.store.ping().await?;
+    match tokio::time::timeout(READY_WITHIN, state.engine.store.ping()).await {
+        Ok(answer) => answer?,
+        Err(_) => {
+            tracing::warn!("the database did not answer /readyz's ping in {READY_WITHIN:?}");
+            return Err(ApiError::Unavailable);
+        }
+    }
     Ok(HttpResponse::Ok().json(serde_json::json!({"status": "ready"})))
 }
 

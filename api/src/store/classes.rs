@@ -27,7 +27,7 @@ impl Store {
         op: &OperationName,
     ) -> StoreResult<Option<StoredClass>> {
         match self {
-            Store::Postgres(s) => s.find_class(t, op).await,
+            Store::Postgres(s) => s.breaker().guard(s.find_class(t, op)).await,
             Store::Sqlite(s) => s.find_class(t, op).await,
         }
     }

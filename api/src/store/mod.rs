@@ -36,6 +36,7 @@ macro_rules! sqlite_gone {
     };
 }
 
+mod breaker;
 mod classes;
 mod events;
 mod postgres;
@@ -71,6 +72,10 @@ pub enum StoreError {
     /// A row held something the schema forbids.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// The database has been unreachable and the breaker refuses calls
+    /// for a moment, at once (see `breaker`). Never "not found" either.
+    #[error("the database is unreachable; refusing calls for a moment")]
+    Unreachable,
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -85,11 +90,12 @@ pub enum Store {
     Sqlite(SqliteStore),
 }
 
-/// Runs the same call on whichever backend is configured.
+/// Runs the same call on whichever backend is configured; on Postgres,
+/// through the breaker that fails fast while the database is away.
 macro_rules! dispatch {
     ($self:ident, $s:ident => $call:expr) => {
         match $self {
-            Store::Postgres($s) => $call,
+            Store::Postgres($s) => $s.breaker().guard(async { $call }).await,
             Store::Sqlite($s) => $call,
         }
     };
@@ -120,7 +126,10 @@ impl Store {
 
     /// Brings the schema up to date (creating the database if needed).
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        dispatch!(self, s => s.migrate().await)
+        match self {
+            Store::Postgres(s) => s.migrate().await,
+            Store::Sqlite(s) => s.migrate().await,
+        }
     }
 
     pub fn backend_name(&self) -> &'static str {
@@ -267,7 +276,7 @@ impl Store {
     /// other nodes.
     pub async fn announce(&self, h: KeyHash) -> StoreResult<()> {
         match self {
-            Store::Postgres(s) => s.announce(h).await,
+            Store::Postgres(s) => s.breaker().guard(s.announce(h)).await,
             Store::Sqlite(_) => Ok(()),
         }
     }

@@ -3,6 +3,7 @@
 //! Times come from the database clock (`now()`), so leases and windows mean
 //! the same thing on every node whatever their own clocks say.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -10,6 +11,7 @@ use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 
+use super::breaker::Breaker;
 use super::{
     hash32, millis, opt_hash32, routing_from_parts, window, Completion, KeyRecord, NewClaim,
     StoreError, StoreResult, Version,
@@ -195,6 +197,7 @@ const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 pub struct PgStore {
     pool: PgPool,
     url: String,
+    breaker: Arc<Breaker>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -223,11 +226,17 @@ impl PgStore {
         Ok(Self {
             pool,
             url: url.to_owned(),
+            breaker: Arc::default(),
         })
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Fails calls fast while the database is away (shared by every clone).
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
     }
 
     /// Creates the database if it is missing, then applies the migrations.
