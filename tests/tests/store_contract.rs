@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use idemkey_api::domain::policy::LeaseExpiry;
-use idemkey_api::domain::{decide, Decision, OwnerToken, RecordState};
+use idemkey_api::domain::{decide, Decision, OwnerToken, Policy, RecordState};
 use idemkey_api::store::{Resolver, StepDone, Store};
 use idemkey_tests::stores::{advance, claim, cleanup, fingerprint, fresh_key, row, Outcome};
 
@@ -29,6 +29,7 @@ idemkey_tests::on_both_stores!(
     a_heartbeat_moves_the_end_of_protection,
     a_quarantined_record_stays_a_window_after_its_lease,
     a_resolve_with_an_outcome_keeps_a_whole_window,
+    the_lease_watch_visits_quarantine_classes_fairly_across_tenants,
 );
 
 /// What a fresh claim of `k` decides now (request 1 unless `n` says).
@@ -282,8 +283,18 @@ async fn a_takeover_seen_before_a_release_cannot_take_the_next_record(store: Sto
     assert_eq!((now.state, now.attempt), (RecordState::InProgress, 1));
 }
 
+/// Makes `k`'s class one that quarantines on lease expiry.
+async fn quarantining_class(store: &Store, k: &idemkey_api::domain::ScopedKey) {
+    let policy = Policy::from_json(br#"{"on_lease_expiry": "quarantine"}"#).unwrap();
+    store
+        .put_class(&k.tenant, &k.operation, &policy.to_json())
+        .await
+        .unwrap();
+}
+
 async fn the_lease_watch_quarantines_only_the_version_it_saw(store: Store) {
     let k = fresh_key("pay");
+    quarantining_class(&store, &k).await;
     let (c1, owner1) = claim(1, 5 * S, 60 * S);
     store.insert_claim(&k, &c1).await.unwrap().unwrap();
     advance(&store, &k, 6 * S).await;
@@ -341,8 +352,6 @@ async fn an_abandoned_attempt_stays_a_window_after_its_lease(store: Store) {
     let (fresh, _) = claim(1, 5 * S, 2 * S);
     assert!(store.renew_expired(&k, &fresh).await.unwrap().is_none());
     assert_eq!(cleanup(&store).await, 0);
-    let listed = store.expired_leases(10_000).await.unwrap();
-    assert!(listed.iter().any(|(key, _)| *key == k));
 
     advance(&store, &k, Duration::from_millis(1_100)).await;
     assert_eq!(decision(&store, &k, 2).await, Decision::Renew);
@@ -406,4 +415,50 @@ async fn a_resolve_with_an_outcome_keeps_a_whole_window(store: Store) {
     assert!(resolved.expires_at >= completed_at + TimeDelta::seconds(20));
     advance(&store, &k, 19 * S).await;
     assert_eq!(decision(&store, &k, 1).await, Decision::Replay);
+}
+
+/// The watch lists only what it acts on (classes that quarantine on lease
+/// expiry), each tenant's oldest first: one tenant's backlog of abandoned
+/// keys cannot crowd another tenant out of a batch.
+async fn the_lease_watch_visits_quarantine_classes_fairly_across_tenants(store: Store) {
+    let busy = fresh_key("pay");
+    let quiet = fresh_key("pay");
+    let takeover = fresh_key("pay");
+    quarantining_class(&store, &busy).await;
+    quarantining_class(&store, &quiet).await;
+    let mut busy_keys = Vec::new();
+    for i in 0..5 {
+        let mut k = busy.clone();
+        k.key = idemkey_api::domain::IdempotencyKey::parse(&format!("b{i}")).unwrap();
+        busy_keys.push(k);
+    }
+    for k in busy_keys.iter().chain([&quiet, &takeover]) {
+        store
+            .insert_claim(k, &claim(1, 5 * S, 60 * S).0)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    // The busy tenant's keys have waited longest.
+    for k in &busy_keys {
+        advance(&store, k, 60 * S).await;
+    }
+    advance(&store, &quiet, 6 * S).await;
+    advance(&store, &takeover, 60 * S).await;
+
+    let listed: Vec<_> = store
+        .expired_leases(2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(listed.len(), 2);
+    assert!(listed.contains(&quiet), "{listed:?}");
+    assert!(listed.iter().any(|k| busy_keys.contains(k)), "{listed:?}");
+    let all = store.expired_leases(10_000).await.unwrap();
+    assert!(
+        all.iter().all(|(k, _)| *k != takeover),
+        "a takeover class's key is left for its next claim"
+    );
 }

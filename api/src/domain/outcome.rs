@@ -66,12 +66,21 @@ impl Outcome {
                 "resource_id is over 1024 bytes".into(),
             ));
         }
+        // A client may replay these headers verbatim: a name or value that
+        // is not valid HTTP (CR, LF, other control bytes) would let a stored
+        // outcome inject headers of its own.
         if let Some(headers) = &shape.headers {
-            let bad = headers.keys().find(|name| !is_header_name(name));
-            if let Some(name) = bad {
-                return Err(OutcomeError::Invalid(format!(
-                    "{name:?} is not a header name"
-                )));
+            for (name, value) in headers {
+                if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(OutcomeError::Invalid(format!(
+                        "{name:?} is not a header name"
+                    )));
+                }
+                if http::HeaderValue::from_str(value).is_err() {
+                    return Err(OutcomeError::Invalid(format!(
+                        "the value of header {name:?} is not a valid header value"
+                    )));
+                }
             }
         }
         let canonical_hash = outcome_hash(json);
@@ -93,13 +102,6 @@ fn outcome_hash(json: &str) -> [u8; 32] {
         h.update(json.as_bytes());
         h.finalize().into()
     })
-}
-
-fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 #[cfg(test)]
@@ -155,6 +157,23 @@ mod tests {
         ] {
             assert!(matches!(parse(bad), Err(OutcomeError::Invalid(_))), "{bad}");
         }
+    }
+
+    #[test]
+    fn headers_that_would_inject_others_are_refused() {
+        for bad in [
+            r#"{"status_code": 200, "headers": {"x-a": "b\r\nSet-Cookie: s=1"}}"#,
+            r#"{"status_code": 200, "headers": {"x-a": "b\nx-b: c"}}"#,
+            r#"{"status_code": 200, "headers": {"x-a": "nul\u0000"}}"#,
+            r#"{"status_code": 200, "headers": {"x-a\r\nx-b": "c"}}"#,
+            r#"{"status_code": 200, "headers": {"": "c"}}"#,
+            r#"{"status_code": 200, "headers": {"x:a": "c"}}"#,
+        ] {
+            assert!(matches!(parse(bad), Err(OutcomeError::Invalid(_))), "{bad}");
+        }
+        let fine =
+            r#"{"status_code": 200, "headers": {"Location": "/c/1?a=b c", "X-Tab": "a\tb"}}"#;
+        assert!(parse(fine).is_ok());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use chrono::DateTime;
+use chrono::{DateTime, Datelike};
 use serde::{Deserialize, Serialize};
 
 use super::caller::Caller;
@@ -116,7 +116,12 @@ fn parse(query: &str) -> Result<ListQuery, ApiError> {
     let older_than = p
         .older_than
         .map(|d| {
-            parse_duration(&d).ok_or_else(|| invalid("older_than must be a duration such as 15m"))
+            parse_duration(&d)
+                .ok_or_else(|| invalid("older_than must be a duration such as 15m"))
+                .and_then(|d| match d <= ListQuery::MAX_OLDER_THAN {
+                    true => Ok(d),
+                    false => Err(invalid("older_than must be at most 36500d")),
+                })
         })
         .transpose()?;
     let limit = match p.limit {
@@ -137,6 +142,10 @@ fn parse(query: &str) -> Result<ListQuery, ApiError> {
     })
 }
 
+/// A cursor's time must lie within these years: a forged one outside them is
+/// refused here rather than by the database.
+const CURSOR_YEARS: std::ops::RangeInclusive<i32> = 1970..=9999;
+
 /// The cursor is opaque to clients: base64url of `[micros, operation, key]`.
 fn encode_cursor(k: &ScopedKey, r: &KeyRecord) -> String {
     let json = serde_json::json!([
@@ -152,8 +161,14 @@ fn decode_cursor(cursor: &str) -> Result<ListCursor, ApiError> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let (micros, operation, key): (i64, String, String) =
         serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let created_at = DateTime::from_timestamp_micros(micros)
+        .filter(|t| CURSOR_YEARS.contains(&t.year()))
+        .ok_or_else(bad)?;
+    if OperationName::parse(&operation).is_err() || key.is_empty() || key.len() > 255 {
+        return Err(bad());
+    }
     Ok(ListCursor {
-        created_at: DateTime::from_timestamp_micros(micros).ok_or_else(bad)?,
+        created_at,
         operation,
         key,
     })
@@ -179,6 +194,11 @@ mod tests {
             "operation=X",
             "page=2",
             "cursor=%%%",
+            "older_than=300000000d",
+            // [micros far past year 9999, "op", "k"]
+            "cursor=Wzk5OTk5OTk5OTk5OTk5OTk5OSwib3AiLCJrIl0",
+            // [0, "Not An Operation", "k"]
+            "cursor=WzAsIk5vdCBBbiBPcGVyYXRpb24iLCJrIl0",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

@@ -100,6 +100,9 @@ pub async fn resolve(
     path: web::Path<(String, String)>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // The role before the body: a caller who may not resolve at all is
+    // refused before up to 8 MiB of body is read.
+    caller.require(&[Role::Admin, Role::Client])?;
     let k = caller.scoped(&path.0, &path.1)?;
     let body: ResolveBody = read_json(payload, OUTCOME_LIMIT).await?;
     let by = resolver(&caller, body.owner_token.as_deref())?;

@@ -163,6 +163,13 @@ pub struct ListQuery {
     pub after: Option<ListCursor>,
 }
 
+impl ListQuery {
+    /// The longest `older_than` (a century): anything longer is the
+    /// caller's mistake, not a question for the database (which cannot
+    /// subtract it from now).
+    pub const MAX_OLDER_THAN: Duration = Duration::from_secs(36_500 * 86_400);
+}
+
 impl ListState {
     /// The stored state this filter selects.
     pub fn stored(self) -> RecordState {

@@ -35,11 +35,20 @@ const PG_SUMMARY: &str = concat!(
     pg_gone!()
 );
 
+// Only what the watch acts on — expired leases of classes that quarantine
+// on lease expiry (takeover classes wait for their next claim) — and fairly:
+// each tenant's oldest first, then each tenant's second, so one tenant's
+// backlog cannot crowd the others out of a batch.
 const PG_EXPIRED: &str = concat!(
-    "select tenant, operation, key, attempt, owner_token_hash from idempotency_key \
-     where state = 'in_progress' and lease_expires_at <= now() and not",
+    "select tenant, operation, key, attempt, owner_token_hash from ( \
+       select k.tenant, k.operation, k.key, k.attempt, k.owner_token_hash, k.lease_expires_at, \
+              row_number() over (partition by k.tenant order by k.lease_expires_at) as turn \
+         from operation_class c join idempotency_key k \
+           on k.tenant = c.tenant and k.operation = c.operation \
+        where c.policy::jsonb ->> 'on_lease_expiry' = 'quarantine' \
+          and k.state = 'in_progress' and k.lease_expires_at <= now() and not",
     pg_gone!(),
-    "order by lease_expires_at limit $1"
+    ") due order by turn, lease_expires_at limit $1"
 );
 
 const SQLITE_SUMMARY: &str = concat!(
@@ -57,10 +66,15 @@ const SQLITE_SUMMARY: &str = concat!(
 );
 
 const SQLITE_EXPIRED: &str = concat!(
-    "select tenant, operation, key, attempt, owner_token_hash from idempotency_key \
-     where state = 'in_progress' and lease_expires_at <= ?1 and not",
+    "select tenant, operation, key, attempt, owner_token_hash from ( \
+       select k.tenant, k.operation, k.key, k.attempt, k.owner_token_hash, k.lease_expires_at, \
+              row_number() over (partition by k.tenant order by k.lease_expires_at) as turn \
+         from operation_class c join idempotency_key k \
+           on k.tenant = c.tenant and k.operation = c.operation \
+        where json_extract(c.policy, '$.on_lease_expiry') = 'quarantine' \
+          and k.state = 'in_progress' and k.lease_expires_at <= ?1 and not",
     sqlite_gone!("?1"),
-    "order by lease_expires_at limit ?2"
+    ") due order by turn, lease_expires_at limit ?2"
 );
 
 fn kind(s: &str) -> &'static str {
@@ -79,8 +93,9 @@ impl Store {
         }
     }
 
-    /// In-progress keys whose lease ran out (and not gone), oldest first,
-    /// with the version each was seen at.
+    /// In-progress keys whose lease ran out (and not gone) in classes that
+    /// quarantine on lease expiry, fairly across tenants (each tenant's
+    /// oldest first), with the version each was seen at.
     pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
         match self {
             Store::Postgres(s) => s.expired_leases(limit).await,

@@ -118,9 +118,13 @@ pub async fn list(
     };
     let older_than = match q.older_than.as_deref() {
         None => DEFAULT_OLDER_THAN,
-        Some(s) => parse_duration(s).ok_or_else(|| {
-            PageError::BadRequest("older_than must be a duration such as 15m".into())
-        })?,
+        Some(s) => parse_duration(s)
+            .filter(|d| *d <= ListQuery::MAX_OLDER_THAN)
+            .ok_or_else(|| {
+                PageError::BadRequest(
+                    "older_than must be a duration such as 15m, at most 36500d".into(),
+                )
+            })?,
     };
 
     let mut seen = HashSet::new();
