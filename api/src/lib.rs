@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod lease_watch;
 pub mod metrics;
+pub mod private_fs;
 #[cfg(test)]
 mod proptest_config;
 pub mod ratelimit;

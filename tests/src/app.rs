@@ -104,6 +104,9 @@ impl Answer {
     }
 }
 
+/// The dashboard's session key of every test server.
+pub const TEST_SESSION_SECRET: &str = "session-secret-for-tests-0123456789";
+
 /// The configuration every test server gets, on `database_url`.
 pub fn test_vars(database_url: &str) -> HashMap<String, String> {
     HashMap::from([
@@ -116,6 +119,7 @@ pub fn test_vars(database_url: &str) -> HashMap<String, String> {
             "IDEMKEY_SECRET".into(),
             "effect-secret-for-tests-0123456789".into(),
         ),
+        ("IDEMKEY_SESSION_SECRET".into(), TEST_SESSION_SECRET.into()),
         ("IDEMKEY_WORKERS".into(), "off".into()),
         (
             "IDEMKEY_DATA_DIR".into(),

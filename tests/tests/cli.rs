@@ -87,6 +87,19 @@ async fn a_wrong_value_is_an_error_that_names_its_variable() {
         ("IDEMKEY_LISTEN", "not an address"),
         ("IDEMKEY_WORKER_INTERVAL", "soon"),
         ("IDEMKEY_DATABASE_URL", "mysql://localhost/x"),
+        ("IDEMKEY_SECRET", "twenty-bytes-secret!"),
+        (
+            "IDEMKEY_SECRET",
+            "CHANGE-ME replace this text with the output of: openssl rand -hex 32",
+        ),
+        (
+            "IDEMKEY_JWT_SECRETS",
+            "k1=changeme-changeme-changeme-changeme",
+        ),
+        (
+            "IDEMKEY_SESSION_SECRET",
+            "example-session-secret-0123456789abcdef",
+        ),
     ] {
         let env = HashMap::from([(name, value.to_owned())]);
 
@@ -116,5 +129,28 @@ async fn migrate_creates_the_schema_and_is_idempotent() {
     assert_eq!(
         execute(&url, "insert into key_release (tenant, operation, key, attempt, actor, history) values ('t', 'o', 'k', 1, 'a', '[]')").await,
         1
+    );
+}
+
+#[tokio::test]
+async fn a_generated_secret_others_can_read_stops_the_server_with_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir();
+    let out = idemkey(&dir, &HashMap::new(), &["migrate"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secret = dir.join("data/effect-secret");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let out = idemkey(&dir, &HashMap::new(), &["migrate"]).await;
+
+    assert!(!out.status.success(), "a 0644 secret file must stop it");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("IDEMKEY_SECRET") && stderr.contains("chmod 600"),
+        "{stderr}"
     );
 }

@@ -9,6 +9,10 @@
 //! leave a `.…tmp` file behind; no segment name can start with a dot, so it
 //! is never mistaken for a segment.
 //!
+//! **Everything is private**: directories are created 0700 and segments
+//! 0600, opened create-new without following links (see
+//! [`crate::private_fs`]).
+//!
 //! File I/O runs on tokio's blocking pool.
 
 use std::fs::{self, File};
@@ -20,6 +24,7 @@ use anyhow::Context;
 use bytes::Bytes;
 
 use super::{ArchiveError, ArchiveUnavailable, SegmentName};
+use crate::private_fs::{self, Place};
 
 #[derive(Clone)]
 pub struct LocalDir {
@@ -29,7 +34,7 @@ pub struct LocalDir {
 impl LocalDir {
     /// The archive rooted at `root`, created if missing.
     pub fn open(root: &Path) -> anyhow::Result<Self> {
-        fs::create_dir_all(root).with_context(|| {
+        private_fs::create_dir(root).with_context(|| {
             format!(
                 "IDEMKEY_ARCHIVE_URL: cannot create the archive directory {}",
                 root.display()
@@ -60,7 +65,7 @@ impl LocalDir {
                 ".probe-{}.tmp",
                 hex::encode(rand::random::<[u8; 8]>())
             ));
-            fs::write(&probe, b"ok")?;
+            private_fs::create_new(&probe)?.write_all(b"ok")?;
             fs::remove_file(&probe)
         })
         .await
@@ -135,20 +140,8 @@ impl LocalDir {
 
 fn write_atomically(root: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(root);
-    fs::create_dir_all(dir)?;
-    let file_name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("segment");
-    let tmp = dir.join(format!(
-        ".{file_name}.{}.tmp",
-        hex::encode(rand::random::<[u8; 8]>())
-    ));
-    let written = write_synced(&tmp, path, bytes);
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written?;
+    private_fs::create_dir(dir)?;
+    private_fs::write_atomically(path, bytes, Place::Replace)?;
     // The rename, and any directories just created, reach the disk.
     for d in dir.ancestors() {
         File::open(d)?.sync_all()?;
@@ -157,14 +150,6 @@ fn write_atomically(root: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Writes and fsyncs `tmp`, then renames it to `path`.
-fn write_synced(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = File::create(tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::rename(tmp, path)
 }
 
 async fn blocking<T: Send + 'static>(

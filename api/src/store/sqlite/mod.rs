@@ -82,6 +82,7 @@ macro_rules! window_after_completion {
     };
 }
 
+mod files;
 mod recovery;
 mod usage;
 
@@ -196,12 +197,8 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10));
-        if let Some(dir) = options.get_filename().parent() {
-            if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir).with_context(|| {
-                    format!("creating {} for the SQLite database", dir.display())
-                })?;
-            }
+        if !url.contains(":memory:") && !url.contains("mode=memory") {
+            files::make_private(options.get_filename())?;
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
