@@ -20,8 +20,9 @@ use crate::routes::{self, AppState};
 use crate::store::{redact, Store};
 use crate::usage::{Usage, FLUSH_EVERY};
 
-/// Extra routes mounted beside the API (the dashboard).
-pub type Mount = fn(&mut web::ServiceConfig);
+/// Extra routes mounted beside the API (the dashboard), given the
+/// configuration (the dashboard takes its session keys from it).
+pub type Mount = fn(&mut web::ServiceConfig, &Config);
 
 pub struct Application {
     port: u16,
@@ -66,11 +67,12 @@ impl Application {
         });
         let addr = listener.local_addr()?;
         let port = addr.port();
+        let mount_config = Arc::new(config.clone());
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
                 .configure(routes::configure)
-                .configure(mount)
+                .configure(|cfg| mount(cfg, &mount_config))
                 .default_service(web::to(routes::not_found))
         })
         .listen(listener)?

@@ -14,6 +14,8 @@ pub struct Visitor {
     base: String,
     client: reqwest::Client,
     cookies: Mutex<BTreeMap<String, String>>,
+    /// Sent with every request (such as a proxy's `X-Forwarded-Proto`).
+    headers: Vec<(String, String)>,
 }
 
 /// A page as received (redirects are not followed).
@@ -79,6 +81,27 @@ impl Visitor {
                 .build()
                 .expect("client"),
             cookies: Mutex::new(BTreeMap::new()),
+            headers: Vec::new(),
+        }
+    }
+
+    /// A browser that reaches `app` over HTTPS through a proxy which says
+    /// so with `X-Forwarded-Proto: https` (as deploy/nginx.conf does).
+    pub fn behind_https_proxy(app: &TestApp) -> Self {
+        let mut visitor = Self::new(app);
+        visitor
+            .headers
+            .push(("x-forwarded-proto".into(), "https".into()));
+        visitor
+    }
+
+    /// The same browser (cookies and headers) pointed at another server.
+    pub fn on(&self, app: &TestApp) -> Self {
+        Self {
+            base: app.address.clone(),
+            client: self.client.clone(),
+            cookies: Mutex::new(self.cookies.lock().unwrap().clone()),
+            headers: self.headers.clone(),
         }
     }
 
@@ -105,6 +128,9 @@ impl Visitor {
     }
 
     async fn send(&self, mut request: reqwest::RequestBuilder) -> Page {
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
         let jar = self.cookie_header();
         if !jar.is_empty() {
             request = request.header("cookie", jar);

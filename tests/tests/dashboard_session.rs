@@ -72,25 +72,6 @@ async fn signing_in_with_a_viewer_token_starts_a_strict_http_only_session() {
 }
 
 #[tokio::test]
-async fn the_session_cookie_is_secure_when_the_request_came_over_tls() {
-    let app = TestApp::spawn_on(idemkey_tests::db::Backend::Sqlite).await;
-    let visitor = Visitor::new(&app);
-    let form = visitor.get("/dashboard/sign-in").await;
-
-    let answer = visitor
-        .post_with(
-            "/dashboard/sign-in",
-            &[("csrf", &form.csrf()), ("token", &viewer(&app))],
-            &[("x-forwarded-proto", "https")],
-        )
-        .await;
-
-    assert_eq!(answer.status, 303);
-    let cookie = answer.set_cookie("idemkey_session").unwrap();
-    assert!(cookie.contains("Secure"), "{cookie}");
-}
-
-#[tokio::test]
 async fn a_session_never_outlives_the_token_it_came_from() {
     let app = TestApp::spawn_on(idemkey_tests::db::Backend::Sqlite).await;
     let claims = idemkey_tests::tokens::claims_for(&app.tenant, &["viewer"]);

@@ -14,7 +14,7 @@
 //!   resolve form gets 403, not a hidden button.
 //! - **Strict headers on every page**: a Content-Security-Policy that allows
 //!   only our own stylesheet, `nosniff`, no referrer, no framing, no caching
-//!   of tenant data (see [`security`]).
+//!   of tenant data, and HSTS over TLS (see [`security`]).
 //!
 //! The dashboard reuses the API's application state (engine, store, usage
 //! counts, verifier); `web` depends on `api`, never the reverse.
@@ -28,18 +28,26 @@ mod render;
 pub mod security;
 pub mod session;
 
+use actix_web::middleware::from_fn;
 use actix_web::web::{self, ServiceConfig};
+use idemkey_api::config::Config;
 
-/// Mounts the dashboard's routes beside the API.
-pub fn mount(cfg: &mut ServiceConfig) {
-    cfg.service(
+/// Mounts the dashboard's routes beside the API, with its session keys
+/// (`IDEMKEY_SESSION_SECRET`).
+pub fn mount(cfg: &mut ServiceConfig, config: &Config) {
+    cfg.app_data(web::Data::new(session::Keys::from_secrets(
+        &config.session_secrets,
+    )))
+    .service(
         web::scope("/static")
             .wrap(security::headers())
+            .wrap(from_fn(security::hsts))
             .route("/{file}", web::get().to(assets::serve)),
     )
     .service(
         web::scope("/dashboard")
             .wrap(security::headers())
+            .wrap(from_fn(security::hsts))
             .configure(pages::configure),
     );
 }

@@ -2,19 +2,28 @@
 //!
 //! The cookie is `base64url(payload) "." base64url(HMAC-SHA256(key, payload))`
 //! where the payload is a small JSON object: tenant, roles, subject, expiry
-//! (Unix seconds) and a random session id. The key is derived from
-//! `IDEMKEY_SECRET` (see [`EffectSecret::derive_key`]), so any node that
-//! shares that secret accepts the session and nothing needs storing.
+//! (Unix seconds) and a random session id. The keys come from
+//! `IDEMKEY_SESSION_SECRET` — their own secret, not the effect-id key — so
+//! any node that shares it accepts the session and nothing needs storing.
 //!
+//! - **Rotation**: the variable is a list, newest first. The first key signs
+//!   sessions and CSRF tokens; every key verifies them, so putting a new
+//!   secret in front keeps every open session and form valid until the old
+//!   one is removed.
 //! - A session never outlives the token it came from, nor [`MAX_SESSION`].
 //! - The MAC is checked in constant time (`Mac::verify_slice`) before the
 //!   payload is read; a cookie that fails any check is simply no session.
-//! - The cookie is `HttpOnly`, `SameSite=Strict`, `Path=/`, and `Secure`
-//!   when the request came over TLS.
+//! - The cookie is `HttpOnly`, `SameSite=Strict`, `Path=/`. When the request
+//!   came over TLS (directly or, per `X-Forwarded-Proto`, through the
+//!   proxy) it is also `Secure` and named with the `__Host-` prefix, which
+//!   browsers accept only from a secure origin, for the whole host, with no
+//!   `Domain`: a sibling sub-domain cannot plant or shadow it. Only the
+//!   name that matches the request's scheme is read.
 //! - Signing out deletes the cookie. The session is stateless, so a copied
 //!   cookie stays valid until it expires; keep [`MAX_SESSION`] short.
 
 use std::future::{ready, Ready};
+use std::sync::Arc;
 
 use actix_web::cookie::{time, Cookie, SameSite};
 use actix_web::dev::Payload;
@@ -24,15 +33,17 @@ use base64::Engine as _;
 use chrono::Utc;
 use hmac::{Hmac, Mac};
 use idemkey_api::auth::{Principal, Role, RoleSet};
-use idemkey_api::domain::{EffectSecret, TenantId};
-use idemkey_api::routes::AppState;
+use idemkey_api::domain::TenantId;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::error::PageError;
 use crate::security::is_tls;
 
+/// The session cookie over plain HTTP (development).
 pub const COOKIE: &str = "idemkey_session";
+/// The session cookie over TLS.
+pub const SECURE_COOKIE: &str = "__Host-idemkey_session";
 /// The longest a session lasts, whatever the token's own expiry.
 pub const MAX_SESSION: std::time::Duration = std::time::Duration::from_secs(8 * 3600);
 /// Cookies longer than this are not ours.
@@ -62,30 +73,40 @@ struct SessionClaims {
     i: String,
 }
 
-/// The dashboard's signing key (sessions and CSRF tokens).
+/// The dashboard's signing keys (sessions and CSRF tokens), newest first:
+/// the first signs, every one verifies.
 #[derive(Clone)]
 pub struct Keys {
-    key: [u8; 32],
+    keys: Arc<[[u8; 32]]>,
 }
 
 impl Keys {
-    pub fn from_secret(secret: &EffectSecret) -> Self {
+    /// The keys for `IDEMKEY_SESSION_SECRET`'s secrets, each derived for
+    /// this one purpose.
+    pub fn from_secrets(secrets: &[Vec<u8>]) -> Self {
+        assert!(!secrets.is_empty(), "at least one session secret");
+        let derive = |secret: &Vec<u8>| -> [u8; 32] {
+            let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
+            mac.update(b"idemkey dashboard-session-v1\0");
+            mac.finalize().into_bytes().into()
+        };
         Self {
-            key: secret.derive_key("dashboard-session-v1"),
+            keys: secrets.iter().map(derive).collect(),
         }
     }
 
+    /// The keys registered when the dashboard was mounted.
     pub fn of(req: &HttpRequest) -> Self {
-        let state = req
-            .app_data::<web::Data<AppState>>()
-            .expect("AppState is registered");
-        Self::from_secret(&state.engine.secret)
+        req.app_data::<web::Data<Keys>>()
+            .expect("the dashboard's keys are registered by `mount`")
+            .get_ref()
+            .clone()
     }
 
-    /// HMAC-SHA256 of `parts` under the dashboard key, each part followed by
-    /// a NUL (no part contains one).
-    pub fn mac(&self, parts: &[&str]) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+    /// HMAC-SHA256 of `parts` under `key`, each part followed by a NUL (no
+    /// part contains one).
+    fn mac_with(key: &[u8; 32], parts: &[&str]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
         for part in parts {
             mac.update(part.as_bytes());
             mac.update(&[0]);
@@ -93,17 +114,30 @@ impl Keys {
         mac
     }
 
-    /// Whether `tag` (base64url) is the MAC of `parts`, compared in constant
-    /// time.
+    /// Whether `tag` (base64url) is the MAC of `parts` under any of the
+    /// keys, each compared in constant time.
     pub fn verify(&self, parts: &[&str], tag: &str) -> bool {
-        match URL_SAFE_NO_PAD.decode(tag) {
-            Ok(bytes) => self.mac(parts).verify_slice(&bytes).is_ok(),
-            Err(_) => false,
-        }
+        let Ok(bytes) = URL_SAFE_NO_PAD.decode(tag) else {
+            return false;
+        };
+        self.keys
+            .iter()
+            .any(|key| Self::mac_with(key, parts).verify_slice(&bytes).is_ok())
     }
 
+    /// The MAC of `parts` under the newest key, base64url.
     pub fn tag(&self, parts: &[&str]) -> String {
-        URL_SAFE_NO_PAD.encode(self.mac(parts).finalize().into_bytes())
+        let mac = Self::mac_with(&self.keys[0], parts);
+        URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    }
+}
+
+/// The session cookie's name for this request's scheme.
+pub fn cookie_name(req: &HttpRequest) -> &'static str {
+    if is_tls(req) {
+        SECURE_COOKIE
+    } else {
+        COOKIE
     }
 }
 
@@ -185,7 +219,7 @@ impl Session {
     /// The cookie that carries this session.
     pub fn cookie(&self, keys: &Keys, req: &HttpRequest) -> Cookie<'static> {
         let max_age = (self.expires_at - Utc::now().timestamp()).max(0);
-        Cookie::build(COOKIE, self.encode(keys))
+        Cookie::build(cookie_name(req), self.encode(keys))
             .path("/")
             .http_only(true)
             .same_site(SameSite::Strict)
@@ -196,7 +230,7 @@ impl Session {
 
     /// A cookie that deletes the session cookie.
     pub fn removal(req: &HttpRequest) -> Cookie<'static> {
-        let mut cookie = Cookie::build(COOKIE, "")
+        let mut cookie = Cookie::build(cookie_name(req), "")
             .path("/")
             .http_only(true)
             .same_site(SameSite::Strict)
@@ -224,7 +258,7 @@ impl FromRequest for Session {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let keys = Keys::of(req);
         ready(
-            req.cookie(COOKIE)
+            req.cookie(cookie_name(req))
                 .and_then(|c| Session::decode(c.value(), &keys))
                 .ok_or(PageError::SignIn),
         )
@@ -235,8 +269,11 @@ impl FromRequest for Session {
 mod tests {
     use super::*;
 
+    const OLD: &[u8] = b"an-older-session-secret-0123456789abc";
+    const NEW: &[u8] = b"the-newest-session-secret-0123456789ab";
+
     fn keys() -> Keys {
-        Keys::from_secret(&EffectSecret::new(b"0123456789abcdef".to_vec()))
+        Keys::from_secrets(&[OLD.to_vec()])
     }
 
     fn session(roles: &str, expires_in: i64) -> Session {
@@ -269,7 +306,7 @@ mod tests {
                 .replace("acme", "evil"),
         );
         assert!(Session::decode(&format!("{forged}.{tag}"), &keys()).is_none());
-        let other = Keys::from_secret(&EffectSecret::new(b"another-secret-0123".to_vec()));
+        let other = Keys::from_secrets(&[NEW.to_vec()]);
         assert!(Session::decode(&value, &other).is_none());
         assert!(Session::decode(&session("viewer", -1).encode(&keys()), &keys()).is_none());
         assert!(Session::decode(&session("client", 60).encode(&keys()), &keys()).is_none());
@@ -286,5 +323,20 @@ mod tests {
         let now = Utc::now().timestamp();
         assert_eq!(Session::start(&p, now + 60).expires_at, now + 60);
         assert!(Session::start(&p, now + 365 * 86400).expires_at <= now + 8 * 3600 + 1);
+    }
+
+    #[test]
+    fn after_a_rotation_the_newest_key_signs_and_every_key_verifies() {
+        let before = session("viewer", 60).encode(&keys());
+        let rotated = Keys::from_secrets(&[NEW.to_vec(), OLD.to_vec()]);
+        assert!(Session::decode(&before, &rotated).is_some());
+        assert!(rotated.verify(&["csrf", "sid"], &keys().tag(&["csrf", "sid"])));
+
+        let after = session("viewer", 60).encode(&rotated);
+        assert!(Session::decode(&after, &Keys::from_secrets(&[NEW.to_vec()])).is_some());
+        assert!(
+            Session::decode(&after, &keys()).is_none(),
+            "signed with the newest"
+        );
     }
 }

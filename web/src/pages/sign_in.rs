@@ -132,11 +132,7 @@ pub async fn submit(
     }
     let mut response = see_other("/dashboard");
     let _ = response.add_cookie(&session.cookie(&keys, &req));
-    let mut spent = actix_web::cookie::Cookie::build(csrf::SIGN_IN_COOKIE, "")
-        .path("/dashboard")
-        .finish();
-    spent.make_removal();
-    let _ = response.add_cookie(&spent);
+    let _ = response.add_cookie(&csrf::sign_in_cookie_removal(&req));
     response
 }
 
