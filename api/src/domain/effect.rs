@@ -42,19 +42,6 @@ impl EffectSecret {
         hex::encode(&mac.finalize().into_bytes()[..6])
     }
 
-    /// A 256-bit key for another purpose (such as signing dashboard
-    /// sessions), derived from this secret: every node that shares
-    /// `IDEMKEY_SECRET` derives the same key, and no effect id can be
-    /// computed from it.
-    pub fn derive_key(&self, purpose: &str) -> [u8; 32] {
-        let mut mac = self.0.clone();
-        for part in ["key", purpose] {
-            mac.update(part.as_bytes());
-            mac.update(&[0]);
-        }
-        mac.finalize().into_bytes().into()
-    }
-
     fn derive(&self, purpose: &str, scoped: &ScopedKey) -> String {
         // Names never contain NUL (they are validated), so the encoding is
         // unambiguous.
