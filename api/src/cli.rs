@@ -32,7 +32,7 @@ enum Command {
     Token {
         #[arg(long)]
         tenant: String,
-        /// Comma-separated roles: client, viewer, admin.
+        /// Comma-separated roles: client, viewer, admin, metrics.
         #[arg(long, value_delimiter = ',', default_value = "client")]
         roles: Vec<String>,
         /// Lifetime, such as 90s, 15m or 2h.

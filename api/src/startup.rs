@@ -27,6 +27,8 @@ pub type Mount = fn(&mut web::ServiceConfig, &Config);
 pub struct Application {
     port: u16,
     server: Server,
+    /// The private `/metrics` listener (`IDEMKEY_METRICS_LISTEN`), if any.
+    metrics_server: Option<(u16, Server)>,
     usage: Usage,
     flusher: tokio::task::JoinHandle<()>,
 }
@@ -65,6 +67,19 @@ impl Application {
             usage: usage.clone(),
             limiter,
         });
+        let metrics_server = match &config.metrics_listen {
+            Some(wanted) => {
+                let listener = TcpListener::bind(wanted).with_context(|| {
+                    format!("IDEMKEY_METRICS_LISTEN: cannot listen on {wanted}")
+                })?;
+                let addr = listener.local_addr()?;
+                let server = routes::metrics::private_server(state.clone(), listener)?;
+                // Logged before "idemkey listening", which tests wait for.
+                tracing::info!(%addr, "idemkey metrics listening");
+                Some((addr.port(), server))
+            }
+            None => None,
+        };
         let addr = listener.local_addr()?;
         let port = addr.port();
         let mount_config = Arc::new(config.clone());
@@ -82,6 +97,7 @@ impl Application {
         Ok(Self {
             port,
             server,
+            metrics_server,
             usage,
             flusher,
         })
@@ -89,6 +105,11 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port of the private `/metrics` listener, when one was configured.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_server.as_ref().map(|(port, _)| *port)
     }
 
     /// This node's usage counts (tests flush them explicitly).
@@ -99,8 +120,17 @@ impl Application {
     /// Serves until a signal: SIGTERM stops accepting connections and lets
     /// in-flight requests finish (up to 30 s); SIGINT and SIGQUIT stop at once.
     /// Pending usage counts are flushed once more after the server stops.
+    /// The metrics listener stops with the API listener.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let metrics = self.metrics_server.map(|(_, server)| {
+            let handle = server.handle();
+            (handle, tokio::spawn(server))
+        });
         let served = self.server.await;
+        if let Some((handle, task)) = metrics {
+            handle.stop(false).await;
+            let _ = task.await;
+        }
         self.flusher.abort();
         self.usage.flush_logged().await;
         served

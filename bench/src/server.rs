@@ -69,8 +69,13 @@ impl ServerEnv {
 
     /// A client token for the bench tenant, signed with the server's secret.
     pub fn token(&self) -> anyhow::Result<String> {
+        self.token_with(Role::Client)
+    }
+
+    /// A token with one role for the bench tenant (`metrics` to scrape).
+    fn token_with(&self, role: Role) -> anyhow::Result<String> {
         let mut roles = RoleSet::default();
-        roles.insert(Role::Client);
+        roles.insert(role);
         let tenant = TenantId::parse(TENANT).map_err(|e| anyhow!("tenant: {e:?}"))?;
         mint(
             KID,
@@ -129,7 +134,13 @@ impl ServerEnv {
             .context("idemkey did not announce its address within 60 s")??;
         // Keep draining stderr so the server never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(Server { addr, pid, child })
+        let metrics_token = self.token_with(Role::Metrics)?;
+        Ok(Server {
+            addr,
+            pid,
+            child,
+            metrics_token,
+        })
     }
 }
 
@@ -137,6 +148,8 @@ pub struct Server {
     pub addr: SocketAddr,
     pub pid: u32,
     child: Child,
+    /// Scrapes `/metrics` (which needs the `metrics` role).
+    metrics_token: String,
 }
 
 impl Server {
@@ -153,7 +166,7 @@ impl Server {
     /// such endpoint (this build: the cache branch adds it).
     pub async fn metrics(&self) -> anyhow::Result<Option<String>> {
         let mut conn = Conn::connect(self.addr).await?;
-        let (status, body) = conn.get("/metrics", None).await?;
+        let (status, body) = conn.get("/metrics", Some(&self.metrics_token)).await?;
         if !status.is_success() {
             return Ok(None);
         }

@@ -25,6 +25,9 @@ pub struct TestApp {
     pub usage: Usage,
     /// The variables the server was started with.
     pub vars: HashMap<String, String>,
+    /// The private `/metrics` listener's base URL, when the server was
+    /// started with `IDEMKEY_METRICS_LISTEN`.
+    pub metrics_address: Option<String>,
 }
 
 /// An answer: status, headers we care about, and the body as text and JSON.
@@ -162,7 +165,7 @@ impl TestApp {
         let database_url = database_url.to_owned();
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
-        let (address, usage) = serve(&vars).await;
+        let (address, metrics_address, usage) = serve(&vars).await;
         let tenant = fresh_tenant();
         let token = token(&tenant, &[Role::Client, Role::Viewer]);
         Self {
@@ -173,6 +176,7 @@ impl TestApp {
             token,
             usage,
             vars,
+            metrics_address,
         }
     }
 
@@ -368,18 +372,19 @@ impl TestApp {
         self
     }
 
-    /// The server's metrics as they are now.
+    /// The server's metrics as they are now, scraped from the API listener
+    /// with a `metrics` token (the counts span every tenant, so no tenant
+    /// role may read them).
     pub async fn metrics(&self) -> Metrics {
-        let text = self
+        let response = self
             .client
             .get(format!("{}/metrics", self.address))
+            .bearer_auth(token(&self.tenant, &[Role::Metrics]))
             .send()
             .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("metrics text");
-        Metrics::parse(&text)
+            .expect("metrics");
+        assert_eq!(response.status(), 200, "a metrics token may scrape");
+        Metrics::parse(&response.text().await.expect("metrics text"))
     }
 
     /// A token for another role set of this app's tenant.
@@ -388,17 +393,21 @@ impl TestApp {
     }
 }
 
-/// Starts a server in this process with `vars`; returns its base URL.
-async fn serve(vars: &HashMap<String, String>) -> (String, Usage) {
+/// Starts a server in this process with `vars`; returns its base URL and
+/// that of its metrics listener, if it has one.
+async fn serve(vars: &HashMap<String, String>) -> (String, Option<String>, Usage) {
     let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let app = Application::build(&config, listener, idemkey_web::mount)
         .await
         .expect("server builds");
     let address = format!("http://127.0.0.1:{}", app.port());
+    let metrics_address = app
+        .metrics_port()
+        .map(|port| format!("http://127.0.0.1:{port}"));
     let usage = app.usage();
     tokio::spawn(app.run_until_stopped());
-    (address, usage)
+    (address, metrics_address, usage)
 }
 
 /// A snapshot of `/metrics`: each series (`name{labels}`) and its value.

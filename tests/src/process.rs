@@ -36,6 +36,8 @@ pub fn sibling_binary(name: &str) -> PathBuf {
 /// A running server process; killed when dropped.
 pub struct ServerProcess {
     pub address: String,
+    /// The private `/metrics` listener's base URL (`IDEMKEY_METRICS_LISTEN`).
+    pub metrics_address: Option<String>,
     child: Child,
     log: Arc<Log>,
 }
@@ -71,6 +73,7 @@ impl ServerProcess {
             .expect("spawn idemkey");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
+        let mut metrics_address = None;
         let announced = async {
             loop {
                 let line = lines
@@ -79,8 +82,10 @@ impl ServerProcess {
                     .expect("read stderr")
                     .expect("idemkey exited before listening");
                 if let Some(rest) = line.split("addr=").nth(1) {
-                    if line.contains("idemkey listening") {
-                        let addr = rest.split_whitespace().next().expect("addr value");
+                    let addr = rest.split_whitespace().next().expect("addr value");
+                    if line.contains("idemkey metrics listening") {
+                        metrics_address = Some(format!("http://{addr}"));
+                    } else if line.contains("idemkey listening") {
                         break format!("http://{addr}");
                     }
                 }
@@ -101,6 +106,7 @@ impl ServerProcess {
         });
         Self {
             address,
+            metrics_address,
             child,
             log,
         }

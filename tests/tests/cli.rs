@@ -154,3 +154,36 @@ async fn a_generated_secret_others_can_read_stops_the_server_with_the_fix() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn token_mints_a_metrics_token_that_scrapes_and_nothing_more() {
+    let dir = scratch_dir();
+    let secret = "cli-metrics-secret-3f9a1c0e5b7d2a4f6e8c0b1d";
+    let env = HashMap::from([("IDEMKEY_JWT_SECRETS", format!("k1={secret}"))]);
+
+    let out = idemkey(
+        &dir,
+        &env,
+        &["token", "--tenant", "ops", "--roles", "metrics"],
+    )
+    .await;
+
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verifier = Verifier::new(&AuthSettings {
+        issuer: "idemkey".into(),
+        audience: "idemkey".into(),
+        hs256: vec![("k1".into(), secret.as_bytes().to_vec())],
+        jwks: None,
+    })
+    .unwrap();
+    let principal = verifier
+        .verify(String::from_utf8(out.stdout).unwrap().trim())
+        .expect("a valid token");
+    assert_eq!(principal.roles.to_string(), "metrics");
+    assert!(principal.can(&[idemkey_api::auth::Role::Metrics]));
+    assert!(!principal.can(&[idemkey_api::auth::Role::Client]));
+}

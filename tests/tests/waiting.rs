@@ -134,14 +134,17 @@ async fn post(url: String, bearer: &str, body: Value) -> Answer {
     Answer::from(response).await
 }
 
+/// A server process's metrics, scraped with a `metrics` token.
 async fn metrics_of(address: &str) -> Metrics {
-    let text = reqwest::get(format!("{address}/metrics"))
+    let scraper = token("ops", &[idemkey_api::auth::Role::Metrics]);
+    let response = reqwest::Client::new()
+        .get(format!("{address}/metrics"))
+        .bearer_auth(scraper)
+        .send()
         .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    Metrics::parse(&text)
+        .expect("metrics");
+    assert_eq!(response.status(), 200, "a metrics token may scrape");
+    Metrics::parse(&response.text().await.expect("metrics text"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,7 +1,11 @@
-//! Roles and the verified caller. `admin` implies every other role; `client`
-//! and `viewer` imply nothing beyond themselves (SPEC §4: client — claim,
-//! owner calls, lookup, list; viewer — lookup, list, dashboard; admin —
-//! everything).
+//! Roles and the verified caller. `admin` implies `client` and `viewer`;
+//! `client` and `viewer` imply nothing beyond themselves (SPEC §4: client —
+//! claim, owner calls, lookup, list; viewer — lookup, list, dashboard;
+//! admin — everything of its tenant).
+//!
+//! `metrics` stands apart: it allows scraping `/metrics`, whose counts span
+//! every tenant, and nothing else, and no other role implies it — a
+//! tenant's admin must not see other tenants' traffic (SPEC §5).
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,11 +19,12 @@ pub enum Role {
     Client,
     Viewer,
     Admin,
+    Metrics,
 }
 
 impl Role {
     /// Every role, in a fixed order (the order [`RoleSet::iter`] yields).
-    pub const ALL: [Role; 3] = [Role::Client, Role::Viewer, Role::Admin];
+    pub const ALL: [Role; 4] = [Role::Client, Role::Viewer, Role::Admin, Role::Metrics];
 
     /// The role with this exact (lower-case) name.
     pub fn parse(s: &str) -> Option<Role> {
@@ -31,7 +36,14 @@ impl Role {
             Role::Client => "client",
             Role::Viewer => "viewer",
             Role::Admin => "admin",
+            Role::Metrics => "metrics",
         }
+    }
+
+    /// Whether an `admin` token may act as this role: every role of the
+    /// tenant, not the cross-tenant `metrics`.
+    fn implied_by_admin(self) -> bool {
+        self != Role::Metrics
     }
 
     fn bit(self) -> u8 {
@@ -45,9 +57,9 @@ impl fmt::Display for Role {
     }
 }
 
-/// A role name that is not `client`, `viewer` or `admin`.
+/// A role name that is not `client`, `viewer`, `admin` or `metrics`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown role {0:?}; expected client, viewer or admin")]
+#[error("unknown role {0:?}; expected client, viewer, admin or metrics")]
 pub struct UnknownRole(pub String);
 
 impl FromStr for Role {
@@ -127,10 +139,13 @@ pub struct Principal {
 }
 
 impl Principal {
-    /// Whether the caller holds at least one of `any_of`. An admin can do
-    /// everything, so this is always true for an admin.
+    /// Whether the caller holds at least one of `any_of`. An admin holds
+    /// every role of its tenant; `metrics` only when the token names it.
     pub fn can(&self, any_of: &[Role]) -> bool {
-        self.roles.has(Role::Admin) || any_of.iter().any(|role| self.roles.has(*role))
+        let admin = self.roles.has(Role::Admin);
+        any_of
+            .iter()
+            .any(|role| self.roles.has(*role) || (admin && role.implied_by_admin()))
     }
 }
 
@@ -169,11 +184,21 @@ mod tests {
     }
 
     #[test]
-    fn admin_implies_every_role() {
+    fn admin_implies_every_role_of_its_tenant_but_not_metrics() {
         let admin = principal("admin");
         assert!(admin.can(&[Role::Client]));
         assert!(admin.can(&[Role::Viewer]));
         assert!(admin.can(&[Role::Admin]));
+        assert!(!admin.can(&[Role::Metrics]));
+    }
+
+    #[test]
+    fn metrics_allows_metrics_and_nothing_else() {
+        let scraper = principal("metrics");
+        assert!(scraper.can(&[Role::Metrics]));
+        assert!(!scraper.can(&[Role::Client, Role::Viewer, Role::Admin]));
+        let both: RoleSet = "admin,metrics".parse().unwrap();
+        assert_eq!(both.to_string(), "admin,metrics");
     }
 
     #[test]

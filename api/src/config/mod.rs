@@ -25,6 +25,10 @@ pub const DEV_KID: &str = "dev";
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: String,
+    /// `IDEMKEY_METRICS_LISTEN`: a second listener, meant for a private
+    /// address, that serves `/metrics` without credentials. `None`: only the
+    /// API listener serves it, to tokens with the `metrics` role.
+    pub metrics_listen: Option<String>,
     /// `postgres://…` or `sqlite://…`; by default a SQLite file in the data
     /// directory.
     pub database_url: String,
@@ -85,6 +89,12 @@ impl Config {
         let listen = var("IDEMKEY_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
         if std::net::ToSocketAddrs::to_socket_addrs(&listen).is_err() {
             bail!("IDEMKEY_LISTEN: expected host:port, got {listen:?}");
+        }
+        let metrics_listen = var("IDEMKEY_METRICS_LISTEN");
+        if let Some(addr) = &metrics_listen {
+            if std::net::ToSocketAddrs::to_socket_addrs(addr).is_err() {
+                bail!("IDEMKEY_METRICS_LISTEN: expected host:port, got {addr:?}");
+            }
         }
         let jwt_jwks_file = var("IDEMKEY_JWT_JWKS_FILE").map(PathBuf::from);
         // The generated development secret exists only when no keys at all
@@ -160,6 +170,7 @@ impl Config {
         let archive = ArchiveLocation::from_vars(&var, &data_dir)?;
         Ok(Self {
             listen,
+            metrics_listen,
             database_url: var("IDEMKEY_DATABASE_URL")
                 .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idemkey.db").display())),
             redis_url,

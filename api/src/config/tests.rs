@@ -29,6 +29,7 @@ const SESSION: (&str, &str) = (
 fn defaults_follow_the_contract() {
     let c = config(&[SECRETS, EFFECT, SESSION]).unwrap();
     assert_eq!(c.listen, "127.0.0.1:8080");
+    assert_eq!(c.metrics_listen, None);
     assert_eq!(c.jwt_issuer, "idemkey");
     assert_eq!(c.jwt_audience, "idemkey");
     assert_eq!(c.data_dir, PathBuf::from("./data"));
@@ -58,6 +59,7 @@ fn defaults_follow_the_contract() {
 fn errors_name_the_variable_at_fault() {
     let cases = [
         ("IDEMKEY_LISTEN", "nonsense"),
+        ("IDEMKEY_METRICS_LISTEN", "9090"),
         ("IDEMKEY_WORKERS", "maybe"),
         ("IDEMKEY_CACHE", "maybe"),
         ("IDEMKEY_WORKER_INTERVAL", "soon"),

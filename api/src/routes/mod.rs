@@ -11,6 +11,7 @@ mod classes;
 mod health;
 mod keys;
 mod list;
+pub mod metrics;
 mod openapi;
 mod recovery;
 pub mod view;
@@ -58,7 +59,7 @@ pub struct Route {
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(health::healthz))
         .route("/readyz", web::get().to(health::readyz))
-        .route("/metrics", web::get().to(health::metrics))
+        .route("/metrics", web::get().to(metrics::scrape))
         .route("/openapi.json", web::get().to(openapi::document))
         .route("/v1/keys", web::get().to(list::list))
         .service(

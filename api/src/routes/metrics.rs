@@ -1,0 +1,54 @@
+//! `GET /metrics`: Prometheus exposition (OpenMetrics text).
+//!
+//! The counts span every tenant (never naming one, nor a key), so they are
+//! the operator's, not a tenant's:
+//!
+//! - on the API listener, a token with the `metrics` role is required
+//!   (401 without a token, 403 without the role; `admin` does not imply
+//!   it);
+//! - `IDEMKEY_METRICS_LISTEN` opens a second listener, meant for a private
+//!   address (the pod network, a loopback for a sidecar), that serves
+//!   `/metrics` and nothing else, without credentials. That is what
+//!   Prometheus should scrape.
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+
+use super::{AppState, Caller};
+use crate::auth::Role;
+use crate::error::ApiError;
+
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// `/metrics` on the API listener: for tokens with the `metrics` role.
+pub async fn scrape(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    caller.require(&[Role::Metrics])?;
+    Ok(exposition(&state))
+}
+
+/// `/metrics` on the private listener: no credentials.
+async fn open(state: web::Data<AppState>) -> HttpResponse {
+    exposition(&state)
+}
+
+fn exposition(state: &AppState) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(CONTENT_TYPE)
+        .body(state.engine.metrics.encode())
+}
+
+/// The private listener's server: `/metrics` only (anything else is the
+/// usual problem+json 404), on one worker.
+pub fn private_server(
+    state: web::Data<AppState>,
+    listener: std::net::TcpListener,
+) -> std::io::Result<actix_web::dev::Server> {
+    Ok(HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .route("/metrics", web::get().to(open))
+            .default_service(web::to(super::not_found))
+    })
+    .workers(1)
+    .listen(listener)?
+    .run())
+}
