@@ -24,7 +24,18 @@ macro_rules! pg_gone {
     };
 }
 
+/// SQLite's clock in epoch milliseconds. SQLite reads the clock once per
+/// statement, so every use within one statement is the same moment.
+macro_rules! sqlite_now {
+    () => {
+        " (cast(round((julianday('now') - 2440587.5) * 86400000.0) as integer)) "
+    };
+}
+
 macro_rules! sqlite_gone {
+    (now) => {
+        sqlite_gone!(" (cast(round((julianday('now') - 2440587.5) * 86400000.0) as integer)) ")
+    };
     ($now:literal) => {
         concat!(
             " (expires_at <= ",
@@ -37,10 +48,13 @@ macro_rules! sqlite_gone {
 }
 
 mod breaker;
+mod claims;
 mod classes;
+mod dialect;
 mod events;
 mod postgres;
 mod record;
+mod recovery;
 mod sqlite;
 mod tiering;
 mod usage;
@@ -58,6 +72,8 @@ pub use record::{
     Version,
 };
 pub use sqlite::SqliteStore;
+
+use claims::Sql;
 pub use tiering::{ArchiveLag, Placement, SealedSegment, TierBatch, TierCandidate};
 pub use usage::{HotCount, HotState, UsageBucket, UsageMinute};
 pub use watch::StuckCount;
@@ -150,11 +166,11 @@ impl Store {
         k: &ScopedKey,
         c: &NewClaim,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.insert_claim(k, c).await)
+        dispatch!(self, s => Sql::on(s.pool()).insert_claim(k, c).await)
     }
 
     pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.find(k).await)
+        dispatch!(self, s => Sql::on(s.pool()).find(k).await)
     }
 
     /// Replaces a record that is gone (past its replay window, see
@@ -165,7 +181,7 @@ impl Store {
         k: &ScopedKey,
         c: &NewClaim,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.renew_expired(k, c).await)
+        dispatch!(self, s => Sql::on(s.pool()).renew_expired(k, c).await)
     }
 
     /// Takes over an in-progress record whose lease has run out, if it is
@@ -177,7 +193,7 @@ impl Store {
         owner: OwnerTokenHash,
         lease: Duration,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.take_over(k, seen, owner, lease).await)
+        dispatch!(self, s => Sql::on(s.pool()).take_over(k, seen, owner, lease).await)
     }
 
     /// Quarantines an in-progress record whose lease has run out (classes
@@ -188,7 +204,7 @@ impl Store {
         k: &ScopedKey,
         seen: Version,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.quarantine_expired(k, seen).await)
+        dispatch!(self, s => Sql::on(s.pool()).quarantine_expired(k, seen).await)
     }
 
     /// Stores the outcome if `owner` is the current attempt of an in-progress
@@ -199,7 +215,7 @@ impl Store {
         k: &ScopedKey,
         c: &Completion<'_>,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.complete(k, c).await)
+        dispatch!(self, s => Sql::on(s.pool()).complete(k, c).await)
     }
 
     /// Extends the lease of the current attempt to `lease` (or the length
@@ -210,7 +226,7 @@ impl Store {
         owner: OwnerTokenHash,
         lease: Option<Duration>,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.heartbeat(k, owner, lease).await)
+        dispatch!(self, s => Sql::on(s.pool()).heartbeat(k, owner, lease).await)
     }
 
     /// Records a finished step for the current owner: a step already done
@@ -221,7 +237,7 @@ impl Store {
         k: &ScopedKey,
         s: &StepDone<'_>,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, st => st.record_step(k, s).await)
+        dispatch!(self, st => Sql::on(st.pool()).record_step(k, s).await)
     }
 
     /// The owner marks its in-progress record quarantined (ambiguous outcome).
@@ -231,7 +247,7 @@ impl Store {
         owner: OwnerTokenHash,
         reason: &str,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.quarantine(k, owner, reason).await)
+        dispatch!(self, s => Sql::on(s.pool()).quarantine(k, owner, reason).await)
     }
 
     /// Completes a quarantined record (or, for an admin, one whose lease ran
@@ -242,7 +258,7 @@ impl Store {
         by: &Resolver,
         c: &Completion<'_>,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => s.resolve_complete(k, by, c).await)
+        dispatch!(self, s => Sql::on(s.pool()).resolve_complete(k, by, c).await)
     }
 
     /// Releases a quarantined record (or, for an admin, one whose lease ran
@@ -254,7 +270,7 @@ impl Store {
         by: &Resolver,
         reason: Option<&str>,
     ) -> StoreResult<bool> {
-        dispatch!(self, s => s.resolve_release(k, by, reason).await)
+        dispatch!(self, s => Sql::on(s.pool()).resolve_release(k, by, reason).await)
     }
 
     /// A tenant's live records, newest first.
@@ -263,12 +279,12 @@ impl Store {
         tenant: &TenantId,
         q: &ListQuery,
     ) -> StoreResult<Vec<(ScopedKey, KeyRecord)>> {
-        dispatch!(self, s => s.list(tenant, q).await)
+        dispatch!(self, s => Sql::on(s.pool()).list(tenant, q).await)
     }
 
     /// Deletes an in-progress record owned by `owner`. True if it did.
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
-        dispatch!(self, s => s.release(k, owner).await)
+        dispatch!(self, s => Sql::on(s.pool()).release(k, owner).await)
     }
 
     /// Tells the other nodes that the record of `h` is about to change (so

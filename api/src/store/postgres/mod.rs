@@ -8,15 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sqlx::migrate::MigrateDatabase;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
-use sqlx::{Connection, Row};
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::Connection;
 
 use super::breaker::Breaker;
-use super::{
-    hash32, millis, opt_hash32, routing_from_parts, window, Completion, KeyRecord, NewClaim,
-    StoreError, StoreResult, Version,
-};
-use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
+use super::{claims, StoreResult};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
@@ -80,6 +76,20 @@ macro_rules! window_after_completion {
 
 mod recovery;
 mod usage;
+
+pub(super) use recovery::RECOVERY;
+
+/// The claim path in this dialect (see `claims::Statements`).
+pub(super) const CLAIMS: claims::Statements = claims::Statements {
+    insert_claim: INSERT_CLAIM,
+    find: FIND,
+    renew_expired: RENEW_EXPIRED,
+    take_over: TAKE_OVER,
+    quarantine_expired: QUARANTINE_EXPIRED,
+    complete: COMPLETE,
+    heartbeat: HEARTBEAT,
+    release: RELEASE,
+};
 
 /// The statements a claim and a completion issue, public so the benchmark
 /// (`bench/`) replays exactly this SQL with pgbench to measure the database's
@@ -260,160 +270,4 @@ impl PgStore {
         sqlx::query("select 1").execute(&self.pool).await?;
         Ok(())
     }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn insert_claim(
-        &self,
-        k: &ScopedKey,
-        c: &NewClaim,
-    ) -> StoreResult<Option<KeyRecord>> {
-        self.fetch_record(new_claim(sqlx::query(INSERT_CLAIM), k, c))
-            .await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
-        self.fetch_record(bind_key(sqlx::query(FIND), k)).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn renew_expired(
-        &self,
-        k: &ScopedKey,
-        c: &NewClaim,
-    ) -> StoreResult<Option<KeyRecord>> {
-        self.fetch_record(new_claim(sqlx::query(RENEW_EXPIRED), k, c))
-            .await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn take_over(
-        &self,
-        k: &ScopedKey,
-        seen: Version,
-        owner: OwnerTokenHash,
-        lease: Duration,
-    ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(TAKE_OVER), k)
-            .bind(seen.attempt)
-            .bind(owner.0.to_vec())
-            .bind(millis(lease))
-            .bind(seen.owner.0.to_vec());
-        self.fetch_record(q).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn quarantine_expired(
-        &self,
-        k: &ScopedKey,
-        seen: Version,
-    ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(QUARANTINE_EXPIRED), k)
-            .bind(seen.attempt)
-            .bind(seen.owner.0.to_vec());
-        self.fetch_record(q).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn complete(
-        &self,
-        k: &ScopedKey,
-        c: &Completion<'_>,
-    ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(COMPLETE), k)
-            .bind(c.owner.0.to_vec())
-            .bind(c.outcome_json)
-            .bind(c.outcome_hash.to_vec());
-        self.fetch_record(q).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn heartbeat(
-        &self,
-        k: &ScopedKey,
-        owner: OwnerTokenHash,
-        lease: Option<Duration>,
-    ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(HEARTBEAT), k)
-            .bind(owner.0.to_vec())
-            .bind(lease.map(millis));
-        self.fetch_record(q).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
-        let done = bind_key(sqlx::query(RELEASE), k)
-            .bind(owner.0.to_vec())
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn fetch_record(&self, q: PgQuery<'_>) -> StoreResult<Option<KeyRecord>> {
-        q.fetch_optional(&self.pool)
-            .await?
-            .map(|row| record_from_row(&row))
-            .transpose()
-    }
-}
-
-type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
-
-fn bind_key<'q>(q: PgQuery<'q>, k: &ScopedKey) -> PgQuery<'q> {
-    q.bind(k.tenant.as_str().to_owned())
-        .bind(k.operation.as_str().to_owned())
-        .bind(k.key.as_str().to_owned())
-}
-
-fn new_claim<'q>(q: PgQuery<'q>, k: &ScopedKey, c: &NewClaim) -> PgQuery<'q> {
-    bind_key(q, k)
-        .bind(c.fingerprint.as_bytes().to_vec())
-        .bind(c.owner.0.to_vec())
-        .bind(millis(c.lease))
-        .bind(millis(c.replay_window))
-        .bind(millis(c.tier_after))
-        .bind(c.rules_digest.map(|d| d.to_vec()))
-}
-
-fn record_from_row(row: &PgRow) -> StoreResult<KeyRecord> {
-    let state: String = row.try_get("state")?;
-    let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
-    let owner: Vec<u8> = row.try_get("owner_token_hash")?;
-    let outcome_hash: Option<Vec<u8>> = row.try_get("outcome_hash")?;
-    Ok(KeyRecord {
-        state: RecordState::parse(&state)
-            .ok_or_else(|| StoreError::Corrupt(format!("state {state:?}")))?,
-        fingerprint: Fingerprint::from_slice(&fingerprint)
-            .ok_or_else(|| StoreError::Corrupt("fingerprint length".into()))?,
-        attempt: row.try_get("attempt")?,
-        owner_token_hash: OwnerTokenHash(hash32(&owner)?),
-        claimed_at: row.try_get("claimed_at")?,
-        lease_expires_at: row.try_get("lease_expires_at")?,
-        outcome: row.try_get("outcome")?,
-        steps: row.try_get("steps")?,
-        history: row.try_get("history")?,
-        outcome_hash: outcome_hash.as_deref().map(hash32).transpose()?,
-        completed_at: row.try_get("completed_at")?,
-        quarantine_reason: row.try_get("quarantine_reason")?,
-        expires_at: row.try_get("expires_at")?,
-        replay_window: window(row.try_get("window_ms")?)?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        observed_at: row.try_get("observed_at")?,
-        routing: routing_from_row(row, row.try_get("tiered_at")?)?,
-        rules_digest: opt_hash32(row.try_get("rules_digest")?)?,
-    })
-}
-
-fn routing_from_row(
-    row: &PgRow,
-    tiered_at: Option<chrono::DateTime<chrono::Utc>>,
-) -> StoreResult<Option<super::Routing>> {
-    routing_from_parts(
-        row.try_get("segment")?,
-        row.try_get("segment_offset")?,
-        row.try_get("segment_len")?,
-        row.try_get("segment_sha256")?,
-        tiered_at,
-    )
 }

@@ -2,15 +2,6 @@
 //! listing stuck keys. Each transition is still one guarded statement (a
 //! resolve that releases is a delete plus its audit row, in one transaction).
 
-use sqlx::Row;
-
-use super::{bind_key, record_from_row, PgStore};
-use crate::domain::{ScopedKey, TenantId};
-use crate::store::{
-    millis, scoped_from, Completion, KeyRecord, ListQuery, ListState, Resolver, StepDone,
-    StoreResult,
-};
-
 /// The step is already recorded.
 macro_rules! has_step {
     () => {
@@ -115,101 +106,13 @@ const LIST: &str = concat!(
      order by created_at desc, operation desc, key desc limit $9"
 );
 
-impl PgStore {
-    pub async fn record_step(
-        &self,
-        k: &ScopedKey,
-        s: &StepDone<'_>,
-    ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(RECORD_STEP), k)
-            .bind(s.owner.0.to_vec())
-            .bind(s.step.to_owned())
-            .bind(s.provider_ref.to_owned());
-        self.fetch_record(q).await
-    }
-
-    pub async fn quarantine(
-        &self,
-        k: &ScopedKey,
-        owner: crate::domain::OwnerTokenHash,
-        reason: &str,
-    ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(QUARANTINE), k)
-            .bind(owner.0.to_vec())
-            .bind(reason.to_owned());
-        self.fetch_record(q).await
-    }
-
-    pub async fn resolve_complete(
-        &self,
-        k: &ScopedKey,
-        by: &Resolver,
-        c: &Completion<'_>,
-    ) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(RESOLVE_COMPLETE), k)
-            .bind(by.owner.map(|h| h.0.to_vec()))
-            .bind(c.outcome_json.to_owned())
-            .bind(c.outcome_hash.to_vec())
-            .bind(by.actor.clone());
-        self.fetch_record(q).await
-    }
-
-    pub async fn resolve_release(
-        &self,
-        k: &ScopedKey,
-        by: &Resolver,
-        reason: Option<&str>,
-    ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let deleted = bind_key(sqlx::query(RESOLVE_RELEASE), k)
-            .bind(by.owner.map(|h| h.0.to_vec()))
-            .bind(by.actor.clone())
-            .bind(reason.map(str::to_owned))
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some(row) = deleted else {
-            return Ok(false);
-        };
-        let attempt: i32 = row.try_get("attempt")?;
-        let history: String = row.try_get("history")?;
-        bind_key(sqlx::query(KEEP_RELEASE), k)
-            .bind(attempt)
-            .bind(by.actor.clone())
-            .bind(reason.map(str::to_owned))
-            .bind(history)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    pub async fn list(
-        &self,
-        tenant: &TenantId,
-        q: &ListQuery,
-    ) -> StoreResult<Vec<(ScopedKey, KeyRecord)>> {
-        let after = q.after.as_ref();
-        let rows = sqlx::query(LIST)
-            .bind(tenant.as_str().to_owned())
-            .bind(q.operation.as_ref().map(|o| o.as_str().to_owned()))
-            .bind(q.state.map(|s| s.stored().as_str()))
-            .bind(q.state == Some(ListState::LeaseExpired))
-            .bind(q.older_than.map(millis))
-            .bind(after.map(|c| c.created_at))
-            .bind(after.map(|c| c.operation.clone()))
-            .bind(after.map(|c| c.key.clone()))
-            .bind(i64::from(q.limit))
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|row| {
-                let operation: String = row.try_get("operation")?;
-                let key: String = row.try_get("key")?;
-                Ok((
-                    scoped_from(tenant, &operation, &key)?,
-                    record_from_row(row)?,
-                ))
-            })
-            .collect()
-    }
-}
+/// Recovery in this dialect (see `store::recovery::Statements`).
+pub(in crate::store) const RECOVERY: crate::store::recovery::Statements =
+    crate::store::recovery::Statements {
+        record_step: RECORD_STEP,
+        quarantine: QUARANTINE,
+        resolve_complete: RESOLVE_COMPLETE,
+        resolve_release: RESOLVE_RELEASE,
+        keep_release: KEEP_RELEASE,
+        list: LIST,
+    };

@@ -7,8 +7,9 @@ use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::super::usage::{count_columns, count_values, counts_from_row};
 use super::super::{HotCount, HotState, StoreError, StoreResult, UsageBucket, UsageMinute};
-use super::{opt_time, time, SqliteStore};
+use super::SqliteStore;
 use crate::domain::TenantId;
+use crate::store::dialect::Dialect;
 
 impl SqliteStore {
     pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {
@@ -66,7 +67,7 @@ impl SqliteStore {
             .map(|row| {
                 Ok(UsageBucket {
                     operation: row.try_get("operation")?,
-                    start: time(row, "bucket")?,
+                    start: Sqlite::time(row, "bucket")?,
                     counts: counts_from_row(row)?,
                 })
             })
@@ -113,9 +114,9 @@ impl SqliteStore {
                     state: HotState::parse(&bucket)
                         .ok_or_else(|| StoreError::Corrupt(format!("state {bucket:?}")))?,
                     count: row.try_get("n")?,
-                    oldest_created_at: time(row, "oldest")?,
-                    tier_due_since: opt_time(row, "tier_due")?,
-                    expired_since: opt_time(row, "expired_since")?,
+                    oldest_created_at: Sqlite::time(row, "oldest")?,
+                    tier_due_since: Sqlite::opt_time(row, "tier_due")?,
+                    expired_since: Sqlite::opt_time(row, "expired_since")?,
                     observed_at: now,
                 })
             })

@@ -1,0 +1,86 @@
+//! What differs between the two databases besides the SQL text: how a time
+//! is read from a row and bound as an argument, and where each dialect's
+//! statements are. Everything else — binding, running, decoding — is written
+//! once, generic over [`Dialect`] (`claims`, `recovery`).
+//!
+//! Times: both dialects take "now" from the database's own clock inside the
+//! statement (Postgres `now()`, SQLite `julianday('now')`), so a statement
+//! never carries the node's clock. Postgres keeps `timestamptz`, SQLite
+//! epoch milliseconds; [`Dialect::time`] reads either into a `DateTime`.
+
+use chrono::{DateTime, Utc};
+use sqlx::{Encode, Postgres, Row, Sqlite, Type};
+
+use super::{claims, recovery, StoreError, StoreResult};
+
+pub trait Dialect: sqlx::Database {
+    /// The claim path's statements in this dialect.
+    const CLAIMS: claims::Statements;
+    /// Steps, quarantine, resolve and listing.
+    const RECOVERY: recovery::Statements;
+
+    /// A time as this dialect binds it.
+    type Time: for<'q> Encode<'q, Self> + Type<Self> + Send + 'static;
+
+    fn time_arg(t: DateTime<Utc>) -> Self::Time;
+
+    /// The time in `column` of `row`.
+    fn time(row: &Self::Row, column: &str) -> StoreResult<DateTime<Utc>>;
+
+    /// The time in `column` of `row`, which may be null.
+    fn opt_time(row: &Self::Row, column: &str) -> StoreResult<Option<DateTime<Utc>>>;
+
+    /// How many rows a statement changed.
+    fn rows_affected(done: &Self::QueryResult) -> u64;
+}
+
+impl Dialect for Postgres {
+    const CLAIMS: claims::Statements = super::postgres::CLAIMS;
+    const RECOVERY: recovery::Statements = super::postgres::RECOVERY;
+    type Time = DateTime<Utc>;
+
+    fn time_arg(t: DateTime<Utc>) -> Self::Time {
+        t
+    }
+
+    fn time(row: &Self::Row, column: &str) -> StoreResult<DateTime<Utc>> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn opt_time(row: &Self::Row, column: &str) -> StoreResult<Option<DateTime<Utc>>> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn rows_affected(done: &Self::QueryResult) -> u64 {
+        done.rows_affected()
+    }
+}
+
+impl Dialect for Sqlite {
+    const CLAIMS: claims::Statements = super::sqlite::CLAIMS;
+    const RECOVERY: recovery::Statements = super::sqlite::RECOVERY;
+    /// Epoch milliseconds.
+    type Time = i64;
+
+    fn time_arg(t: DateTime<Utc>) -> Self::Time {
+        t.timestamp_millis()
+    }
+
+    fn time(row: &Self::Row, column: &str) -> StoreResult<DateTime<Utc>> {
+        let ms: i64 = row.try_get(column)?;
+        from_millis(column, ms)
+    }
+
+    fn opt_time(row: &Self::Row, column: &str) -> StoreResult<Option<DateTime<Utc>>> {
+        let ms: Option<i64> = row.try_get(column)?;
+        ms.map(|ms| from_millis(column, ms)).transpose()
+    }
+
+    fn rows_affected(done: &Self::QueryResult) -> u64 {
+        done.rows_affected()
+    }
+}
+
+fn from_millis(column: &str, ms: i64) -> StoreResult<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| StoreError::Corrupt(format!("{column} {ms}")))
+}
