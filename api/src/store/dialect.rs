@@ -11,13 +11,15 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
-use super::{claims, recovery, StoreError, StoreResult};
+use super::{claims, classes, recovery, StoreError, StoreResult};
 
 pub trait Dialect: sqlx::Database {
     /// The claim path's statements in this dialect.
     const CLAIMS: claims::Statements;
     /// Steps, quarantine, resolve and listing.
     const RECOVERY: recovery::Statements;
+    /// Operation classes and fingerprint rule sets.
+    const CLASSES: classes::Statements;
 
     /// A time as this dialect binds it.
     type Time: for<'q> Encode<'q, Self> + Type<Self> + Send + 'static;
@@ -37,6 +39,7 @@ pub trait Dialect: sqlx::Database {
 impl Dialect for Postgres {
     const CLAIMS: claims::Statements = super::postgres::CLAIMS;
     const RECOVERY: recovery::Statements = super::postgres::RECOVERY;
+    const CLASSES: classes::Statements = classes::POSTGRES;
     type Time = DateTime<Utc>;
 
     fn time_arg(t: DateTime<Utc>) -> Self::Time {
@@ -59,6 +62,7 @@ impl Dialect for Postgres {
 impl Dialect for Sqlite {
     const CLAIMS: claims::Statements = super::sqlite::CLAIMS;
     const RECOVERY: recovery::Statements = super::sqlite::RECOVERY;
+    const CLASSES: classes::Statements = classes::SQLITE;
     /// Epoch milliseconds.
     type Time = i64;
 
