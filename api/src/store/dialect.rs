@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
-use super::{claims, classes, recovery, StoreError, StoreResult};
+use super::{claims, classes, recovery, usage, watch, StoreError, StoreResult};
 
 pub trait Dialect: sqlx::Database {
     /// The claim path's statements in this dialect.
@@ -20,6 +20,13 @@ pub trait Dialect: sqlx::Database {
     const RECOVERY: recovery::Statements;
     /// Operation classes and fingerprint rule sets.
     const CLASSES: classes::Statements;
+    /// The lease watch's counts and visits.
+    const WATCH: watch::Statements;
+    /// Usage rows and the dashboard's counts.
+    const USAGE: usage::Statements;
+
+    /// What a numbered parameter starts with (`$1` or `?1`).
+    const PARAMETER: &'static str;
 
     /// A time as this dialect binds it.
     type Time: for<'q> Encode<'q, Self> + Type<Self> + Send + 'static;
@@ -40,6 +47,9 @@ impl Dialect for Postgres {
     const CLAIMS: claims::Statements = super::postgres::CLAIMS;
     const RECOVERY: recovery::Statements = super::postgres::RECOVERY;
     const CLASSES: classes::Statements = classes::POSTGRES;
+    const WATCH: watch::Statements = watch::POSTGRES;
+    const USAGE: usage::Statements = usage::POSTGRES;
+    const PARAMETER: &'static str = "$";
     type Time = DateTime<Utc>;
 
     fn time_arg(t: DateTime<Utc>) -> Self::Time {
@@ -63,6 +73,9 @@ impl Dialect for Sqlite {
     const CLAIMS: claims::Statements = super::sqlite::CLAIMS;
     const RECOVERY: recovery::Statements = super::sqlite::RECOVERY;
     const CLASSES: classes::Statements = classes::SQLITE;
+    const WATCH: watch::Statements = watch::SQLITE;
+    const USAGE: usage::Statements = usage::SQLITE;
+    const PARAMETER: &'static str = "?";
     /// Epoch milliseconds.
     type Time = i64;
 

@@ -1,14 +1,16 @@
 //! Usage rows and the read queries behind the dashboard: summed usage per
 //! class and time bucket, and live record counts per class and state.
 //!
-//! The SQL is in each backend's `usage` module; this file holds the shared
-//! types and the dispatch.
+//! Written once for both dialects (see `dialect`); only the SQL differs.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
 
-use super::{Store, StoreResult};
+use super::claims::{generic_sql, Sql};
+use super::dialect::Dialect;
+use super::{Store, StoreError, StoreResult};
 use crate::domain::usage::{UsageCounts, LATENCY_BUCKETS};
 use crate::domain::{OperationName, TenantId};
 
@@ -153,8 +155,8 @@ impl Store {
     pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {
         for batch in rows.chunks(USAGE_BATCH) {
             match self {
-                Store::Postgres(s) => s.add_usage(batch).await?,
-                Store::Sqlite(s) => s.add_usage(batch).await?,
+                Store::Postgres(s) => Sql::on(s.pool()).add_usage(batch).await?,
+                Store::Sqlite(s) => Sql::on(s.pool()).add_usage(batch).await?,
             }
         }
         Ok(())
@@ -169,24 +171,215 @@ impl Store {
         bucket: Duration,
     ) -> StoreResult<Vec<UsageBucket>> {
         match self {
-            Store::Postgres(s) => s.usage_series(tenant, since, bucket).await,
-            Store::Sqlite(s) => s.usage_series(tenant, since, bucket).await,
+            Store::Postgres(s) => Sql::on(s.pool()).usage_series(tenant, since, bucket).await,
+            Store::Sqlite(s) => Sql::on(s.pool()).usage_series(tenant, since, bucket).await,
         }
     }
 
     /// Deletes up to `limit` usage rows older than `before`; how many it did.
     pub async fn prune_usage(&self, before: DateTime<Utc>, limit: u32) -> StoreResult<u64> {
         match self {
-            Store::Postgres(s) => s.prune_usage(before, limit).await,
-            Store::Sqlite(s) => s.prune_usage(before, limit).await,
+            Store::Postgres(s) => Sql::on(s.pool()).prune_usage(before, limit).await,
+            Store::Sqlite(s) => Sql::on(s.pool()).prune_usage(before, limit).await,
         }
     }
 
     /// A tenant's stored records counted per class and [`HotState`].
     pub async fn hot_counts(&self, tenant: &TenantId) -> StoreResult<Vec<HotCount>> {
         match self {
-            Store::Postgres(s) => s.hot_counts(tenant).await,
-            Store::Sqlite(s) => s.hot_counts(tenant).await,
+            Store::Postgres(s) => Sql::on(s.pool()).hot_counts(tenant).await,
+            Store::Sqlite(s) => Sql::on(s.pool()).hot_counts(tenant).await,
         }
     }
 }
+
+/// Usage's statements in one dialect.
+#[derive(Debug, Clone, Copy)]
+pub struct Statements {
+    /// The start of the insert, up to the counted columns.
+    pub insert: &'static str,
+    /// Values each row gets besides its binds (SQLite has no column
+    /// defaults for the row's own times).
+    pub row_times: &'static str,
+    /// What an existing row's `updated_at` becomes.
+    pub updated_now: &'static str,
+    /// How a counted column is summed (`{c}` stands for its name).
+    pub sum: &'static str,
+    /// 1 tenant, 2 since, 3 bucket length in seconds; the sums follow.
+    pub series_head: &'static str,
+    pub series_tail: &'static str,
+    /// 1 before, 2 limit.
+    pub prune: &'static str,
+    /// 1 tenant.
+    pub hot_counts: &'static str,
+}
+
+pub(super) const POSTGRES: Statements = Statements {
+    insert: "insert into usage_minute (tenant, operation, minute, ",
+    row_times: "",
+    updated_now: "now()",
+    sum: "sum({c})::bigint as {c}",
+    series_head: "select operation, \
+                  to_timestamp(floor(extract(epoch from minute) / $3) * $3) as bucket, ",
+    series_tail: " from usage_minute where tenant = $1 and minute >= $2 \
+                  group by operation, bucket order by operation, bucket",
+    prune: "delete from usage_minute where (tenant, minute, operation) in \
+              (select tenant, minute, operation from usage_minute where minute < $1 limit $2)",
+    hot_counts: concat!(
+        "select operation, case when",
+        pg_gone!(),
+        "then 'expired' \
+              when state = 'in_progress' and lease_expires_at <= now() then 'lease_expired' \
+              when segment is not null then 'archived' \
+              else state end as bucket, \
+           count(*) as n, min(created_at) as oldest, now() as observed_at, \
+           min(tier_at) filter (where state = 'completed' and segment is null \
+                                  and tier_at <= now()) as tier_due, \
+           min(expires_at) filter (where expires_at <= now()) as expired_since \
+         from idempotency_key where tenant = $1 group by operation, bucket"
+    ),
+};
+
+pub(super) const SQLITE: Statements = Statements {
+    insert: "insert into usage_minute (tenant, operation, minute, created_at, updated_at, ",
+    row_times: concat!(sqlite_now!(), ",", sqlite_now!()),
+    updated_now: sqlite_now!(),
+    sum: "sum({c}) as {c}",
+    series_head: "select operation, (minute / (?3 * 1000)) * (?3 * 1000) as bucket, ",
+    series_tail: " from usage_minute where tenant = ?1 and minute >= ?2 \
+                  group by operation, bucket order by operation, bucket",
+    prune: "delete from usage_minute where (tenant, minute, operation) in \
+              (select tenant, minute, operation from usage_minute where minute < ?1 limit ?2)",
+    hot_counts: concat!(
+        "select operation, case when",
+        sqlite_gone!(now),
+        "then 'expired' \
+              when state = 'in_progress' and lease_expires_at <=",
+        sqlite_now!(),
+        "then 'lease_expired' \
+              when segment is not null then 'archived' \
+              else state end as bucket, \
+           count(*) as n, min(created_at) as oldest,",
+        sqlite_now!(),
+        "as observed_at, \
+           min(tier_at) filter (where state = 'completed' and segment is null \
+                                  and tier_at <=",
+        sqlite_now!(),
+        ") as tier_due, \
+           min(expires_at) filter (where expires_at <=",
+        sqlite_now!(),
+        ") as expired_since \
+         from idempotency_key where tenant = ?1 group by operation, bucket"
+    ),
+};
+
+generic_sql!(impl {
+    pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {
+        let columns = count_columns();
+        let mut next = 0;
+        let mut arg = || {
+            next += 1;
+            format!("{}{next}", D::PARAMETER)
+        };
+        let values: Vec<String> = rows
+            .iter()
+            .map(|_| {
+                let mut row: Vec<String> = (0..3).map(|_| arg()).collect();
+                if !D::USAGE.row_times.is_empty() {
+                    row.push(D::USAGE.row_times.to_owned());
+                }
+                row.extend(columns.iter().map(|_| arg()));
+                format!("({})", row.join(", "))
+            })
+            .collect();
+        let sums: Vec<String> = columns
+            .iter()
+            .map(|c| format!("{c} = usage_minute.{c} + excluded.{c}"))
+            .collect();
+        let sql = format!(
+            "{}{}) values {} on conflict (tenant, minute, operation) do update set {}, \
+             updated_at = {}",
+            D::USAGE.insert,
+            columns.join(", "),
+            values.join(", "),
+            sums.join(", "),
+            D::USAGE.updated_now
+        );
+        let mut q = sqlx::query(&sql);
+        for row in rows {
+            q = q
+                .bind(row.tenant.as_str().to_owned())
+                .bind(row.operation.as_str().to_owned())
+                .bind(D::time_arg(row.minute));
+            for n in count_values(&row.counts) {
+                q = q.bind(n);
+            }
+        }
+        q.execute(self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn usage_series(
+        &self,
+        tenant: &TenantId,
+        since: DateTime<Utc>,
+        bucket: Duration,
+    ) -> StoreResult<Vec<UsageBucket>> {
+        let sums: Vec<String> = count_columns()
+            .iter()
+            .map(|c| D::USAGE.sum.replace("{c}", c))
+            .collect();
+        let sql = format!(
+            "{}{}{}",
+            D::USAGE.series_head,
+            sums.join(", "),
+            D::USAGE.series_tail
+        );
+        let rows = sqlx::query(&sql)
+            .bind(tenant.as_str().to_owned())
+            .bind(D::time_arg(since))
+            .bind(bucket.as_secs().max(60) as i64)
+            .fetch_all(self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(UsageBucket {
+                    operation: row.try_get("operation")?,
+                    start: D::time(row, "bucket")?,
+                    counts: counts_from_row(row)?,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn prune_usage(&self, before: DateTime<Utc>, limit: u32) -> StoreResult<u64> {
+        let done = sqlx::query(D::USAGE.prune)
+            .bind(D::time_arg(before))
+            .bind(i64::from(limit))
+            .execute(self.pool)
+            .await?;
+        Ok(D::rows_affected(&done))
+    }
+
+    pub async fn hot_counts(&self, tenant: &TenantId) -> StoreResult<Vec<HotCount>> {
+        let rows = sqlx::query(D::USAGE.hot_counts)
+            .bind(tenant.as_str().to_owned())
+            .fetch_all(self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let bucket: String = row.try_get("bucket")?;
+                Ok(HotCount {
+                    operation: row.try_get("operation")?,
+                    state: HotState::parse(&bucket)
+                        .ok_or_else(|| StoreError::Corrupt(format!("state {bucket:?}")))?,
+                    count: row.try_get("n")?,
+                    oldest_created_at: D::time(row, "oldest")?,
+                    tier_due_since: D::opt_time(row, "tier_due")?,
+                    expired_since: D::opt_time(row, "expired_since")?,
+                    observed_at: D::time(row, "observed_at")?,
+                })
+            })
+            .collect()
+    }
+});

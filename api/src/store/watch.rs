@@ -3,9 +3,11 @@
 //! figures (tenants see their own on the dashboard and through `GET /v1/keys`).
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
 
-use super::{scoped_from, PgStore, SqliteStore, Store, StoreResult, Version};
+use super::claims::{generic_sql, Sql};
+use super::dialect::Dialect;
+use super::{scoped_from, Store, StoreResult, Version};
 use crate::domain::{OwnerTokenHash, ScopedKey, TenantId};
 
 /// One kind of stuck key: how many, and the oldest one's reference time.
@@ -52,17 +54,24 @@ const PG_EXPIRED: &str = concat!(
 );
 
 const SQLITE_SUMMARY: &str = concat!(
-    "select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest \
-      from idempotency_key where state = 'in_progress' \
+    "select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest,",
+    sqlite_now!(),
+    "as now from idempotency_key where state = 'in_progress' \
     union all \
-    select 'lease_expired', count(*), min(lease_expires_at) \
-      from idempotency_key where state = 'in_progress' and lease_expires_at <= ?1 \
+    select 'lease_expired', count(*), min(lease_expires_at),",
+    sqlite_now!(),
+    "\
+      from idempotency_key where state = 'in_progress' and lease_expires_at <=",
+    sqlite_now!(),
+    " \
        and not",
-    sqlite_gone!("?1"),
+    sqlite_gone!(now),
     "union all \
-    select 'quarantined', count(*), min(updated_at) \
+    select 'quarantined', count(*), min(updated_at),",
+    sqlite_now!(),
+    "\
       from idempotency_key where state = 'quarantined' and not",
-    sqlite_gone!("?1")
+    sqlite_gone!(now)
 );
 
 const SQLITE_EXPIRED: &str = concat!(
@@ -72,10 +81,31 @@ const SQLITE_EXPIRED: &str = concat!(
          from operation_class c join idempotency_key k \
            on k.tenant = c.tenant and k.operation = c.operation \
         where json_extract(c.policy, '$.on_lease_expiry') = 'quarantine' \
-          and k.state = 'in_progress' and k.lease_expires_at <= ?1 and not",
-    sqlite_gone!("?1"),
-    ") due order by turn, lease_expires_at limit ?2"
+          and k.state = 'in_progress' and k.lease_expires_at <=",
+    sqlite_now!(),
+    " and not",
+    sqlite_gone!(now),
+    ") due order by turn, lease_expires_at limit ?1"
 );
+
+/// The lease watch's statements in one dialect.
+#[derive(Debug, Clone, Copy)]
+pub struct Statements {
+    /// Rows of (`kind`, `n`, `oldest`, `now`).
+    pub summary: &'static str,
+    /// 1 limit.
+    pub expired: &'static str,
+}
+
+pub(super) const POSTGRES: Statements = Statements {
+    summary: PG_SUMMARY,
+    expired: PG_EXPIRED,
+};
+
+pub(super) const SQLITE: Statements = Statements {
+    summary: SQLITE_SUMMARY,
+    expired: SQLITE_EXPIRED,
+};
 
 fn kind(s: &str) -> &'static str {
     match s {
@@ -88,8 +118,8 @@ fn kind(s: &str) -> &'static str {
 impl Store {
     pub async fn stuck_counts(&self) -> StoreResult<Vec<StuckCount>> {
         match self {
-            Store::Postgres(s) => s.stuck_counts().await,
-            Store::Sqlite(s) => s.stuck_counts().await,
+            Store::Postgres(s) => Sql::on(s.pool()).stuck_counts().await,
+            Store::Sqlite(s) => Sql::on(s.pool()).stuck_counts().await,
         }
     }
 
@@ -98,8 +128,8 @@ impl Store {
     /// oldest first), with the version each was seen at.
     pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
         match self {
-            Store::Postgres(s) => s.expired_leases(limit).await,
-            Store::Sqlite(s) => s.expired_leases(limit).await,
+            Store::Postgres(s) => Sql::on(s.pool()).expired_leases(limit).await,
+            Store::Sqlite(s) => Sql::on(s.pool()).expired_leases(limit).await,
         }
     }
 }
@@ -126,56 +156,26 @@ where
     ))
 }
 
-impl PgStore {
+generic_sql!(impl {
     pub async fn stuck_counts(&self) -> StoreResult<Vec<StuckCount>> {
-        let rows = sqlx::query(PG_SUMMARY).fetch_all(self.pool()).await?;
+        let rows = sqlx::query(D::WATCH.summary).fetch_all(self.pool).await?;
         rows.iter()
             .map(|row| {
                 Ok(StuckCount {
-                    kind: kind(row.try_get("kind")?),
+                    kind: kind(&row.try_get::<String, _>("kind")?),
                     count: row.try_get("n")?,
-                    oldest: row.try_get("oldest")?,
-                    now: row.try_get("now")?,
+                    oldest: D::opt_time(row, "oldest")?,
+                    now: D::time(row, "now")?,
                 })
             })
             .collect()
     }
 
     pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
-        let rows = sqlx::query(PG_EXPIRED)
+        let rows = sqlx::query(D::WATCH.expired)
             .bind(i64::from(limit))
-            .fetch_all(self.pool())
+            .fetch_all(self.pool)
             .await?;
         rows.iter().map(expired_row).collect()
     }
-}
-
-impl SqliteStore {
-    pub async fn stuck_counts(&self) -> StoreResult<Vec<StuckCount>> {
-        let now = Utc::now();
-        let rows = sqlx::query(SQLITE_SUMMARY)
-            .bind(now.timestamp_millis())
-            .fetch_all(self.pool())
-            .await?;
-        rows.iter()
-            .map(|row| {
-                let oldest: Option<i64> = row.try_get("oldest")?;
-                Ok(StuckCount {
-                    kind: kind(row.try_get("kind")?),
-                    count: row.try_get("n")?,
-                    oldest: oldest.and_then(DateTime::from_timestamp_millis),
-                    now,
-                })
-            })
-            .collect()
-    }
-
-    pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
-        let rows = sqlx::query(SQLITE_EXPIRED)
-            .bind(Utc::now().timestamp_millis())
-            .bind(i64::from(limit))
-            .fetch_all(self.pool())
-            .await?;
-        rows.iter().map(expired_row).collect()
-    }
-}
+});

@@ -75,7 +75,6 @@ macro_rules! window_after_completion {
 }
 
 mod recovery;
-mod usage;
 
 pub(super) use recovery::RECOVERY;
 

@@ -88,7 +88,6 @@ macro_rules! window_after_completion {
 
 mod files;
 mod recovery;
-mod usage;
 
 pub(super) use recovery::RECOVERY;
 
