@@ -122,3 +122,63 @@ on_every_backend!(
     every_kind_of_answer_is_counted_once_flushed,
     counts_from_several_flushes_and_nodes_add_up,
 );
+
+/// A flush is all or nothing: when a later batch of it fails, the batches
+/// before it are not kept either, so the retried flush counts every row
+/// exactly once (a flush of 250 rows spans two statements).
+#[tokio::test]
+async fn a_flush_that_fails_half_way_counts_nothing_twice() {
+    use idemkey_api::domain::usage::UsageEvent;
+    use idemkey_api::domain::{IdempotencyKey, OperationName, ScopedKey};
+    use idemkey_api::usage::Usage;
+
+    let store = idemkey_tests::stores::fresh(idemkey_tests::db::Backend::Postgres).await;
+    let Store::Postgres(pg) = &store else {
+        unreachable!("a Postgres store")
+    };
+    let key = |tenant: &str, op: usize| ScopedKey {
+        tenant: TenantId::parse(tenant).unwrap(),
+        operation: OperationName::parse(&format!("op{op:03}")).unwrap(),
+        key: IdempotencyKey::parse("k").unwrap(),
+    };
+    let usage = Usage::new(store.clone());
+    // 249 classes of one tenant, then one of a tenant whose rows the
+    // database refuses: the refused row lands in the second statement.
+    for op in 0..249 {
+        usage.count(&key("many", op), UsageEvent::Claimed);
+    }
+    usage.count(&key("refused", 0), UsageEvent::Claimed);
+    sqlx::query(
+        "create function refuse_usage() returns trigger language plpgsql as $$ \
+         begin if new.tenant = 'refused' then raise exception 'refused'; end if; \
+         return new; end $$",
+    )
+    .execute(pg.pool())
+    .await
+    .unwrap();
+    sqlx::query(
+        "create trigger refuse_usage before insert on usage_minute \
+         for each row execute function refuse_usage()",
+    )
+    .execute(pg.pool())
+    .await
+    .unwrap();
+
+    assert!(usage.flush().await.is_err(), "the second statement fails");
+    let kept: i64 = sqlx::query_scalar("select count(*) from usage_minute")
+        .fetch_one(pg.pool())
+        .await
+        .unwrap();
+    assert_eq!(kept, 0, "a failed flush keeps nothing");
+
+    sqlx::query("drop trigger refuse_usage on usage_minute")
+        .execute(pg.pool())
+        .await
+        .unwrap();
+    assert_eq!(usage.flush().await.unwrap(), 250);
+    let claims: i64 = sqlx::query_scalar("select sum(claims)::bigint from usage_minute")
+        .fetch_one(pg.pool())
+        .await
+        .unwrap();
+    assert_eq!(claims, 250, "every row counted exactly once");
+}

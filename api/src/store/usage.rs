@@ -149,17 +149,16 @@ where
 pub(super) const USAGE_BATCH: usize = 200;
 
 impl Store {
-    /// Adds each minute's counts to its stored row (creating it if needed).
-    /// One statement per [`USAGE_BATCH`] rows; a row's tenant, minute and
-    /// class must appear once per call.
+    /// Adds each minute's counts to its stored row (creating it if needed),
+    /// all or nothing: one statement per [`USAGE_BATCH`] rows, in one
+    /// transaction, so a flush that fails half-way has added nothing and may
+    /// be retried whole without counting anything twice. A row's tenant,
+    /// minute and class must appear once per call.
     pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {
-        for batch in rows.chunks(USAGE_BATCH) {
-            match self {
-                Store::Postgres(s) => Sql::on(s.pool()).add_usage(batch).await?,
-                Store::Sqlite(s) => Sql::on(s.pool()).add_usage(batch).await?,
-            }
+        match self {
+            Store::Postgres(s) => Sql::on(s.pool()).add_usage(rows).await,
+            Store::Sqlite(s) => Sql::on(s.pool()).add_usage(rows).await,
         }
-        Ok(())
     }
 
     /// A tenant's usage since `since`, summed per class and per `bucket`
@@ -275,6 +274,19 @@ pub(super) const SQLITE: Statements = Statements {
 
 generic_sql!(impl {
     pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        for batch in rows.chunks(USAGE_BATCH) {
+            self.add_usage_batch(batch, &mut tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn add_usage_batch(
+        &self,
+        rows: &[UsageMinute],
+        tx: &mut sqlx::Transaction<'static, D>,
+    ) -> StoreResult<()> {
         let columns = count_columns();
         let mut next = 0;
         let mut arg = || {
@@ -315,7 +327,7 @@ generic_sql!(impl {
                 q = q.bind(n);
             }
         }
-        q.execute(self.pool).await?;
+        q.execute(&mut **tx).await?;
         Ok(())
     }
 
