@@ -135,6 +135,13 @@ async fn tiering_runs_on_every_node_without_double_work(app: TestApp) {
         replay.assert(200, "completed");
         assert_eq!(replay.json()["outcome"]["body"], n);
     }
+    // The dashboard says where the outcome lives now.
+    let viewer = app.token_with(&[idemkey_api::auth::Role::Viewer]);
+    let visitor = idemkey_tests::dashboard::Visitor::signed_in(&app, &viewer).await;
+    visitor
+        .get(&format!("/dashboard/keys/{OP}/k-0"))
+        .await
+        .assert_contains("archived (segment");
 }
 
 async fn a_shortened_policy_does_not_expire_records_early(app: TestApp) {

@@ -379,7 +379,15 @@ pub fn key_page(
         fields.push(("Quarantine reason", reason.clone()));
     }
     fields.push(("Replay protection ends", format::when(r.protected_until())));
-    fields.push(("Tier", "hot (in the database)".to_owned()));
+    let tier = match &r.routing {
+        Some(at) => format!(
+            "archived (segment {}, since {})",
+            at.segment,
+            format::when(at.tiered_at)
+        ),
+        None => "hot (in the database)".to_owned(),
+    };
+    fields.push(("Tier", tier));
     let steps = view::steps(&state.engine.secret, k, &r.steps)
         .into_iter()
         .map(|(name, s)| StepRow {
