@@ -85,6 +85,10 @@ impl Application {
         let mount_config = Arc::new(config.clone());
         let server = HttpServer::new(move || {
             App::new()
+                // Outermost: every answer, the dashboard's and 404s included.
+                .wrap(actix_web::middleware::from_fn(
+                    routes::request_id::middleware,
+                ))
                 .app_data(state.clone())
                 .configure(routes::configure)
                 .configure(|cfg| mount(cfg, &mount_config))

@@ -80,6 +80,18 @@ impl Answer {
         word.as_str().unwrap_or_default().to_owned()
     }
 
+    /// The body as a caller compares two answers: a problem's
+    /// `request_id` differs from call to call by design, so it is left out.
+    pub fn body_but_request_id(&self) -> String {
+        match serde_json::from_str::<Value>(&self.text) {
+            Ok(Value::Object(mut members)) => {
+                members.remove("request_id");
+                Value::Object(members).to_string()
+            }
+            _ => self.text.clone(),
+        }
+    }
+
     pub fn owner_token(&self) -> String {
         self.json()["owner_token"]
             .as_str()

@@ -51,7 +51,8 @@ struct Log {
 
 impl ServerProcess {
     /// Starts `idemkey serve` on a free port with `vars` as its whole
-    /// environment and waits for the line announcing the bound address.
+    /// environment (`RUST_LOG` is `info` unless `vars` sets it) and waits
+    /// for the line announcing the bound address.
     pub async fn start(vars: &HashMap<String, String>) -> Self {
         Self::start_in(&std::env::temp_dir(), vars).await
     }
@@ -65,7 +66,11 @@ impl ServerProcess {
             .env_clear()
             .envs(vars)
             .env("IDEMKEY_LISTEN", "127.0.0.1:0")
-            .env("RUST_LOG", "info")
+            // `info` unless the test asks for more.
+            .env(
+                "RUST_LOG",
+                vars.get("RUST_LOG").map_or("info", String::as_str),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)

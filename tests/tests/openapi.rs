@@ -419,3 +419,26 @@ fn literals_after<'a>(text: &'a str, marker: &'a str) -> impl Iterator<Item = St
         is_code.then(|| literal.to_owned())
     })
 }
+
+#[tokio::test]
+async fn every_response_documents_the_request_id_and_every_call_accepts_one() {
+    let app = TestApp::spawn().await;
+    let doc = document(&app).await;
+
+    for (method, path, op) in operations(&doc) {
+        let takes_id = op["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| resolve(&doc, p))
+            .any(|p| p["in"] == "header" && p["name"] == "X-Request-Id");
+        assert!(takes_id, "{method} {path} accepts X-Request-Id");
+        for (status, response) in op["responses"].as_object().expect("responses") {
+            let response = resolve(&doc, response);
+            assert!(
+                response["headers"].get("X-Request-Id").is_some(),
+                "{method} {path} {status} documents X-Request-Id"
+            );
+        }
+    }
+}

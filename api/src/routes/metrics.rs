@@ -44,6 +44,9 @@ pub fn private_server(
 ) -> std::io::Result<actix_web::dev::Server> {
     Ok(HttpServer::new(move || {
         App::new()
+            .wrap(actix_web::middleware::from_fn(
+                super::request_id::middleware,
+            ))
             .app_data(state.clone())
             .route("/metrics", web::get().to(open))
             .default_service(web::to(super::not_found))

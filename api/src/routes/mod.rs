@@ -14,6 +14,7 @@ mod list;
 pub mod metrics;
 mod openapi;
 mod recovery;
+pub mod request_id;
 pub mod view;
 
 use std::sync::Arc;
