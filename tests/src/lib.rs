@@ -5,6 +5,7 @@
 //! fail loudly (run them through `scripts/test.sh`, which starts what they
 //! need).
 
+pub mod answer;
 pub mod app;
 pub mod browser;
 pub mod classes;
@@ -12,6 +13,7 @@ pub mod dashboard;
 pub mod db;
 pub mod faults;
 pub mod garage;
+pub mod openapi;
 pub mod process;
 pub mod redis;
 pub mod store_model;

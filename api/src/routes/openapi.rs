@@ -1,7 +1,7 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 description of the JSON API.
 //!
 //! The document is written by hand (`api/openapi.json`) and embedded at
-//! compile time. `tests/tests/openapi.rs` keeps it honest: its paths and
+//! compile time. `tests/tests/openapi*.rs` keep it honest: its paths and
 //! methods must be exactly [`super::ROUTES`], its roles must be what the
 //! server enforces, and its error codes every code the source can emit.
 
