@@ -16,33 +16,34 @@
 //! - `s3`: a private Garage (the archive) killed and started again while
 //!   the tiering worker moves outcomes to it every 200 ms;
 //! - `link`: one server's link to Postgres (through a TCP proxy) slowed
-//!   down, then cut: every live connection dropped, new ones refused.
+//!   down, then cut: every live connection dropped, new ones refused;
+//! - `window`: a class whose replay window is two seconds: owners working
+//!   past it under heartbeats, deaths recovered after the first window
+//!   ended, while servers are killed;
+//! - `release`: retries through a server whose database link is delayed by
+//!   600 ms each way, racing owners that release the key and claim it again
+//!   for a corrected request.
 //!
-//! Run with `-- --nocapture` to see the figures. `IDEMKEY_FAULT_ROUNDS`,
+//! In every round some owners meet a transient failure before the effect
+//! and release the key, then claim it again; `claimed` may then be answered
+//! again, and only then.
+//!
+//! The rounds themselves are in tests/src/faults/rounds.rs. Run with
+//! `-- --nocapture` to see the figures. `IDEMKEY_FAULT_ROUNDS`,
 //! `IDEMKEY_FAULT_OPS`, `IDEMKEY_FAULT_SECONDS` and `IDEMKEY_FAULT_ONLY`
 //! size a longer soak (tests/src/faults/mod.rs).
 
-use std::collections::HashMap;
-use std::net::ToSocketAddrs;
 use std::time::Duration;
 
-use idemkey_tests::app::test_vars;
-use idemkey_tests::db::{admin_url, fresh_database, scalar};
-use idemkey_tests::faults::checker::{Figures, Violation};
-use idemkey_tests::faults::cluster::PgCluster;
+use chrono::{DateTime, TimeDelta, Utc};
+use idemkey_tests::db::fresh_database;
+use idemkey_tests::faults::checker::Figures;
+use idemkey_tests::faults::epochs;
 use idemkey_tests::faults::fleet::{Fleet, Provider};
-use idemkey_tests::faults::proxy::Proxy;
-use idemkey_tests::faults::{pause, Running, Settings};
-use idemkey_tests::garage::GarageServer;
-use idemkey_tests::redis::RedisServer;
-use idemkey_tests::tiering::{archive_vars, until};
-use serde_json::json;
-use tokio::task::block_in_place;
+use idemkey_tests::faults::journal::{Call, Entry};
+use idemkey_tests::faults::rounds::{self, node_vars, FAULTS};
+use idemkey_tests::faults::{Running, Settings, Shape};
 use tokio::time::Instant;
-
-const FAULTS: [&str; 5] = ["kill", "postgres", "redis", "s3", "link"];
-
-type Report = (Figures, Vec<Violation>);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_effect_happens_twice_whatever_fails() {
@@ -61,13 +62,7 @@ async fn no_effect_happens_twice_whatever_fails() {
     let mut violations = Vec::new();
     for round in 0..settings.rounds {
         let fault = faults[round % faults.len()];
-        let (figures, found) = match fault {
-            "kill" => kill_round(&settings).await,
-            "postgres" => postgres_round(&settings).await,
-            "redis" => redis_round(&settings).await,
-            "s3" => s3_round(&settings).await,
-            _ => link_round(&settings).await,
-        };
+        let (figures, found) = rounds::run(fault, &settings).await;
         total += figures;
         for v in found {
             println!("VIOLATION in the {fault} round: {v}");
@@ -104,7 +99,8 @@ async fn the_checker_catches_clients_that_recover_without_looking() {
 
     // Act
     let started = Instant::now();
-    let mut running = Running::start("careless", &fleet, &provider, &settings, policy()).await;
+    let shape = Shape::default();
+    let mut running = Running::start("careless", &fleet, &provider, &settings, shape).await;
     running.finish().await;
     let (figures, violations) = running.judge("careless", &provider, 0, started).await;
 
@@ -123,188 +119,63 @@ async fn the_checker_catches_clients_that_recover_without_looking() {
     );
 }
 
-/// The variables of a server on `database_url` with its workers waking
-/// twice a second.
-fn node_vars(database_url: &str) -> HashMap<String, String> {
-    let mut vars = test_vars(database_url);
-    vars.insert("IDEMKEY_WORKERS".into(), "on".into());
-    vars.insert("IDEMKEY_WORKER_INTERVAL".into(), "500ms".into());
-    vars
-}
-
-/// Short leases (claims ask for 2 s) inside a one-hour window.
-fn policy() -> serde_json::Value {
-    json!({"replay_window": "1h", "lease": "2s"})
-}
-
-/// Three servers; one of them killed with SIGKILL at random moments and
-/// started again a moment later.
-async fn kill_round(settings: &Settings) -> Report {
-    let db = fresh_database().await;
-    let fleet = Fleet::start(vec![node_vars(&db); 3]).await;
-    let provider = Provider::start().await;
-    let started = Instant::now();
-    let mut running = Running::start("kill", &fleet, &provider, settings, policy()).await;
-    let mut faults = 0;
-    while Instant::now() < running.load_ends {
-        pause(Duration::from_millis(200), Duration::from_millis(1_000)).await;
-        let victim = rand::random_range(0..fleet.len());
-        fleet.kill(victim).await;
-        faults += 1;
-        pause(Duration::ZERO, Duration::from_millis(700)).await;
-        fleet.restart(victim).await;
-    }
-    running.finish().await;
-    running.judge("kill", &provider, faults, started).await
-}
-
-/// Two servers on a private Postgres cluster, which crashes or shuts down
-/// and comes back after an outage of up to 1.5 s.
-async fn postgres_round(settings: &Settings) -> Report {
-    let cluster = PgCluster::start().await;
-    let db = cluster.fresh_database().await;
-    let fleet = Fleet::start(vec![node_vars(&db); 2]).await;
-    let provider = Provider::start().await;
-    let started = Instant::now();
-    let mut running = Running::start("postgres", &fleet, &provider, settings, policy()).await;
-    let mut faults = 0;
-    while Instant::now() < running.load_ends {
-        pause(Duration::from_millis(500), Duration::from_millis(1_500)).await;
-        let mode = if faults % 2 == 0 { "immediate" } else { "fast" };
-        block_in_place(|| cluster.stop(mode));
-        faults += 1;
-        pause(Duration::from_millis(200), Duration::from_millis(1_500)).await;
-        block_in_place(|| cluster.start_server());
-    }
-    running.finish().await;
-    running.judge("postgres", &provider, faults, started).await
-}
-
-/// Two servers sharing a private Redis cache, which is flushed, or killed
-/// and started again empty after up to 1.5 s.
-async fn redis_round(settings: &Settings) -> Report {
-    let mut redis = RedisServer::start().await;
-    let mut vars = node_vars(&fresh_database().await);
-    vars.insert("IDEMKEY_REDIS_URL".into(), redis.url());
-    let fleet = Fleet::start(vec![vars; 2]).await;
-    let provider = Provider::start().await;
-    let started = Instant::now();
-    let mut running = Running::start("redis", &fleet, &provider, settings, policy()).await;
-    let mut faults = 0;
-    while Instant::now() < running.load_ends {
-        pause(Duration::from_millis(500), Duration::from_millis(1_500)).await;
-        if faults % 2 == 0 {
-            redis.flushall().await;
-        } else {
-            redis.stop().await;
-            pause(Duration::from_millis(300), Duration::from_millis(1_500)).await;
-            redis.restart().await;
-        }
-        faults += 1;
-    }
-    running.finish().await;
-    running.judge("redis", &provider, faults, started).await
-}
-
-/// Two servers tiering to a private Garage every 200 ms (records tier one
-/// second after their first claim); Garage is killed and started again
-/// while they do. At the end every key must have reached the archive, so
-/// the final replays read through it.
-async fn s3_round(settings: &Settings) -> Report {
-    let garage = block_in_place(start_private_garage);
-    let db = fresh_database().await;
-    let mut vars = node_vars(&db);
-    archive_vars(&mut vars, &garage.target);
-    let fleet = Fleet::start(vec![vars; 2]).await;
-    let provider = Provider::start().await;
-    let quick = json!({"replay_window": "1h", "hot_retention": "1s", "lease": "2s"});
-    let started = Instant::now();
-    let mut running = Running::start("s3", &fleet, &provider, settings, quick).await;
-    let mut faults = 0;
-    while Instant::now() < running.load_ends {
-        pause(Duration::from_millis(800), Duration::from_millis(2_000)).await;
-        block_in_place(|| garage.stop());
-        faults += 1;
-        pause(Duration::from_millis(500), Duration::from_millis(2_000)).await;
-        block_in_place(|| garage.restart());
-    }
-    running.finish().await;
-    let keys = settings.operations as i64;
-    let archived = "select count(*) from idempotency_key where segment is not null";
-    until(
-        "every key of the s3 round is archived",
-        Duration::from_secs(60),
-        || async { scalar(&db, archived).await == keys },
-    )
-    .await;
-    println!("fault round s3: all {keys} outcomes archived before the final replays");
-    running.judge("s3", &provider, faults, started).await
-}
-
-/// A private Garage node; fails loudly when Garage is not installed
-/// (scripts/install-garage.sh builds it once).
-fn start_private_garage() -> GarageServer {
-    let tools = std::env::var_os("IDEMKEY_TOOLS_DIR").map_or_else(
-        || {
-            std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                .join(".cache/idemkey-tools")
-        },
-        std::path::PathBuf::from,
-    );
-    assert!(
-        tools.join("bin/garage").exists(),
-        "Garage is not installed in {}: run scripts/install-garage.sh (once, 15-20 minutes) \
-         or scripts/services.sh",
-        tools.display()
-    );
-    GarageServer::start()
-}
-
-/// Three servers, each reaching Postgres through its own proxy; one link
-/// at a time gets 20-250 ms of latency each way for a while, then is cut
-/// (live connections dropped, new ones refused) for up to 1.5 s.
-async fn link_round(settings: &Settings) -> Report {
-    let db = fresh_database().await;
-    let upstream = postgres_address();
-    let mut proxies = Vec::new();
-    for _ in 0..3 {
-        proxies.push(Proxy::start(upstream).await);
-    }
-    let vars = proxies.iter().map(|p| node_vars(&p.url_for(&db))).collect();
-    let fleet = Fleet::start(vars).await;
-    let provider = Provider::start().await;
-    let started = Instant::now();
-    let mut running = Running::start("link", &fleet, &provider, settings, policy()).await;
-    let mut faults = 0;
-    while Instant::now() < running.load_ends {
-        let proxy = &proxies[rand::random_range(0..proxies.len())];
-        proxy.set_latency(Duration::from_millis(rand::random_range(20..=250)));
-        pause(Duration::from_millis(500), Duration::from_millis(2_000)).await;
-        proxy.cut();
-        faults += 2;
-        pause(Duration::from_millis(200), Duration::from_millis(1_500)).await;
-        proxy.heal();
-        pause(Duration::from_millis(200), Duration::from_millis(800)).await;
-    }
-    running.finish().await;
-    running.judge("link", &provider, faults, started).await
-}
-
-/// The shared Postgres server's address (from the tests' admin URL).
-fn postgres_address() -> std::net::SocketAddr {
-    let url = admin_url();
-    let authority = url
-        .split_once("://")
-        .and_then(|(_, rest)| rest.split('/').next())
-        .expect("a postgres:// URL");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if host.contains(':') {
-        host.to_owned()
-    } else {
-        format!("{host}:5432")
+/// The rule for a second `claimed`, on made-up stories: after a release
+/// it is allowed; while the key is protected — a window after its first
+/// claim, after its outcome was stored, after its last lease — it is a
+/// violation; after that it is not judged.
+#[test]
+fn a_second_claimed_is_judged_by_releases_and_windows() {
+    let t0: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().expect("a time");
+    let at = |ms: i64| t0 + TimeDelta::milliseconds(ms);
+    let entry = |call, status: u16, word: &str| {
+        let mut e = Entry::new(call, 1);
+        (e.status, e.word) = (status, word.into());
+        e
     };
-    host.to_socket_addrs()
-        .expect("resolve the Postgres host")
-        .next()
-        .expect("an address")
+    let claimed = |ms: i64| {
+        let mut e = entry(Call::Claim, 201, "claimed");
+        (e.granted_at, e.lease_end) = (Some(at(ms)), Some(at(ms + 1_500)));
+        e
+    };
+    let released = |owner: i64| {
+        let mut e = entry(Call::Release, 200, "released");
+        e.owner_since = Some(at(owner));
+        e
+    };
+    let completed = |ms: i64| {
+        let mut e = entry(Call::Complete, 200, "completed");
+        e.completed_at = Some(at(ms));
+        e
+    };
+    let heartbeat = |ms: i64| {
+        let mut e = entry(Call::Heartbeat, 200, "in_progress");
+        (e.granted_at, e.lease_end) = (Some(at(ms)), Some(at(ms + 1_500)));
+        e
+    };
+    let window = Duration::from_secs(2);
+    let judged = |story: &[Entry]| {
+        let r = epochs::judge(story, window);
+        (r.problems.len(), r.reclaimed, r.unjudged)
+    };
+
+    assert_eq!(judged(&[claimed(0), released(0), claimed(100)]), (0, 1, 0));
+    assert_eq!(judged(&[claimed(0), claimed(1_900)]), (1, 0, 0));
+    // An outcome stored at 2.5 s is protected until 4.5 s.
+    assert_eq!(
+        judged(&[claimed(0), completed(2_500), claimed(4_400)]),
+        (1, 0, 0)
+    );
+    assert_eq!(
+        judged(&[claimed(0), completed(2_500), claimed(4_600)]),
+        (0, 0, 1)
+    );
+    // A last lease that ended at 3 s protects until 5 s.
+    assert_eq!(
+        judged(&[claimed(0), heartbeat(1_500), claimed(4_900)]),
+        (1, 0, 0)
+    );
+    assert_eq!(
+        judged(&[claimed(0), heartbeat(1_500), claimed(5_100)]),
+        (0, 0, 1)
+    );
 }

@@ -1,15 +1,21 @@
 //! The judge of a round: "no effect twice", read from the provider's
-//! ledger, the clients' journal and a final look at every key.
+//! ledger, the clients' journal and, where the keys are still protected
+//! when the round ends, a final look at every key.
 //!
 //! For each key it asserts that
-//! - the provider charged its effect id exactly once;
-//! - idemkey answered `claimed` (201) at most once (nobody releases in
-//!   these rounds and the window is an hour, so a second 201 would mean the
-//!   key looked new again);
-//! - the key ended `completed`, a final replay returns the outcome lookup
-//!   shows, and that outcome names the provider's single charge;
+//! - the provider charged its effect id exactly once, or — where a retry
+//!   came after the key's protection had legitimately ended (a short
+//!   window) and so started a new record — at most once per record;
+//! - idemkey answered `claimed` (201) again only after the previous record
+//!   was released, or after its protection ended (see `epochs`);
+//! - the key ended `completed`: with a final look, a final replay returns
+//!   the outcome lookup shows, that outcome names the provider's single
+//!   charge and some completer sent it; without one (the keys are gone by
+//!   then), every acknowledged completion and replay of one record carries
+//!   the same outcome, naming the provider's charge;
 //! - every completion acknowledged with a 200 is that outcome (nothing
 //!   acknowledged is lost or replaced), and so is every replay a client saw;
+//!   a replay always carries an outcome of the caller's own request;
 //! - every caller finished, and no answer fell outside the protocol.
 
 use std::collections::HashMap;
@@ -20,79 +26,11 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::clients::{request_of, Workload};
+use super::epochs::{self, Records};
+use super::figures::count;
+pub use super::figures::Figures;
 use super::fleet::Provider;
 use super::journal::{Call, Entry};
-
-/// The figures of a round, or of all rounds.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Figures {
-    pub rounds: u64,
-    pub faults: u64,
-    pub operations: u64,
-    pub claimed: u64,
-    pub recovering: u64,
-    /// `recovering` answers whose previous attempt had charged already
-    /// (found at the provider, completed without charging).
-    pub takeovers: u64,
-    pub replays: u64,
-    pub retries: u64,
-    /// Claims and completions cut off in flight (reset or timed out after
-    /// the request was sent, not refused): the moments a fault hit a call
-    /// the server may already have acted on.
-    pub unanswered: u64,
-    pub deaths: u64,
-    pub stalls: u64,
-    pub abandoned: u64,
-    pub lease_lost: u64,
-    pub charges: u64,
-    pub violations: u64,
-}
-
-impl std::ops::AddAssign for Figures {
-    fn add_assign(&mut self, o: Self) {
-        self.rounds += o.rounds;
-        self.faults += o.faults;
-        self.operations += o.operations;
-        self.claimed += o.claimed;
-        self.recovering += o.recovering;
-        self.takeovers += o.takeovers;
-        self.replays += o.replays;
-        self.retries += o.retries;
-        self.unanswered += o.unanswered;
-        self.deaths += o.deaths;
-        self.stalls += o.stalls;
-        self.abandoned += o.abandoned;
-        self.lease_lost += o.lease_lost;
-        self.charges += o.charges;
-        self.violations += o.violations;
-    }
-}
-
-impl fmt::Display for Figures {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "rounds {} · faults {} · operations {} · claimed {} · recovering {} · \
-             takeovers {} · replays {} · retries {} (unanswered {}) · deaths {} · \
-             stalls {} · abandoned {} · lease_lost {} · charges {} · violations {}",
-            self.rounds,
-            self.faults,
-            self.operations,
-            self.claimed,
-            self.recovering,
-            self.takeovers,
-            self.replays,
-            self.retries,
-            self.unanswered,
-            self.deaths,
-            self.stalls,
-            self.abandoned,
-            self.lease_lost,
-            self.charges,
-            self.violations
-        )
-    }
-}
 
 /// One broken promise, with the key's whole story.
 #[derive(Debug, Clone)]
@@ -119,33 +57,53 @@ struct FinalLook {
 }
 
 /// Judges a finished round: every key of `entries` against the provider's
-/// ledger and a final look through the servers.
+/// ledger, the class's replay `window`, and a final look through the
+/// servers when `look` says the keys are still protected.
 pub async fn judge(
     w: &Workload,
     provider: &Provider,
     entries: &HashMap<String, Vec<Entry>>,
+    window: Duration,
+    look: bool,
 ) -> (Figures, Vec<Violation>) {
     let ledger = provider.charges_by_reference().await;
     let mut figures = count(entries);
     let mut violations = Vec::new();
     let mut keys: Vec<&String> = entries.keys().collect();
     keys.sort();
+    // `IDEMKEY_FAULT_STORIES=release-c` prints the stories of the keys
+    // whose names start with it, violations or not.
+    let shown = std::env::var("IDEMKEY_FAULT_STORIES").ok();
     for key in keys {
         let story = &entries[key];
-        let look = final_look(w, key).await;
-        let effect_id = look.record["effect_id"].as_str().unwrap_or_default();
-        let charges = ledger.get(effect_id).copied().unwrap_or(0);
+        if shown.as_ref().is_some_and(|p| key.starts_with(p.as_str())) {
+            println!("story of {key}:");
+            story.iter().for_each(|e| println!("    {e}"));
+        }
+        let last = match look {
+            true => Some(final_look(w, key).await),
+            false => None,
+        };
+        let granted = story.iter().find_map(|e| e.effect_id.clone());
+        let effect_id = last
+            .as_ref()
+            .and_then(|l| l.record["effect_id"].as_str().map(str::to_owned))
+            .or(granted)
+            .unwrap_or_default();
+        let charges = ledger.get(&effect_id).copied().unwrap_or(0);
         figures.charges += charges;
-        let provider_charge = provider.find(effect_id).await;
-        let mut broken = |what: String| {
+        let provider_charge = provider.find(&effect_id).await;
+        let records = epochs::judge(story, window);
+        figures.reclaimed += records.reclaimed;
+        figures.unjudged += records.unjudged;
+        figures.late_completions += records.late_completions;
+        figures.late_claims += records.late_claims;
+        for what in problems(story, last.as_ref(), charges, provider_charge, records) {
             violations.push(Violation {
                 key: key.clone(),
                 what,
                 story: story.iter().map(Entry::to_string).collect(),
-            })
-        };
-        for problem in problems(story, &look, charges, provider_charge) {
-            broken(problem);
+            });
         }
     }
     figures.violations = violations.len() as u64;
@@ -155,25 +113,87 @@ pub async fn judge(
 /// Everything wrong with one key.
 fn problems(
     story: &[Entry],
-    look: &FinalLook,
+    look: Option<&FinalLook>,
     charges: u64,
     provider_charge: Option<String>,
+    records: Records,
 ) -> Vec<String> {
-    let mut found = Vec::new();
-    if charges != 1 {
+    let mut found = records.problems;
+    let allowed = 1 + records.unjudged;
+    if (records.unjudged == 0 && charges != 1) || charges == 0 || charges > allowed {
         let late = if story.iter().any(|e| e.late) {
             " (a charge was answered after its owner's lease had ended: the client's margin was too small)"
         } else {
             ""
         };
         found.push(format!(
-            "the provider charged its effect id {charges} times{late}"
+            "the provider charged its effect id {charges} times{late} ({allowed} records)"
         ));
     }
-    let claimed = story.iter().filter(|e| is(e, Call::Claim, 201)).count();
-    if claimed > 1 {
-        found.push(format!("answered `claimed` (201) {claimed} times"));
+    found.extend(answers_outside_the_protocol(story));
+    if story.iter().any(|e| e.call == Call::GaveUp) {
+        found.push("a caller never finished".into());
     }
+    let single = (charges == 1).then_some(provider_charge).flatten();
+    match look {
+        Some(look) => found.extend(final_problems(story, look, single)),
+        None => found.extend(journal_problems(story, single)),
+    }
+    found
+}
+
+/// Answers no client following the recipe should meet, and replays of
+/// another request's outcome.
+fn answers_outside_the_protocol(story: &[Entry]) -> Vec<String> {
+    let mut found = Vec::new();
+    let granted: Vec<u8> = story
+        .iter()
+        .filter(|g| g.call == Call::Claim && g.granted_at.is_some())
+        .map(|g| g.variant)
+        .collect();
+    for e in story {
+        let other_request_granted = granted.iter().any(|v| *v != e.variant);
+        let expected = e.is_retryable()
+            || matches!(
+                (e.call, e.status, e.word.as_str()),
+                (Call::Claim, 201 | 200, _)
+                    | (Call::Complete, 200, "completed")
+                    | (Call::Complete, 409, "lease_lost" | "already_completed")
+                    | (Call::Release, 200, "released")
+                    | (Call::Release, 404, "not_found")
+                    | (Call::Release | Call::Heartbeat, 409, "lease_lost")
+                    | (Call::Heartbeat, 200, "in_progress")
+                    | (
+                        Call::Find
+                            | Call::Charge
+                            | Call::Died
+                            | Call::Stalled
+                            | Call::Working
+                            | Call::Abandoned,
+                        _,
+                        _
+                    )
+            )
+            || (e.call == Call::Claim && e.word == "key_reused" && other_request_granted);
+        if !expected {
+            found.push(format!("an answer outside the protocol: {e}"));
+        }
+        let replayed = e.outcome.as_ref().map(|o| o["body"]["variant"].as_u64());
+        if is(e, Call::Claim, 200)
+            && e.word == "completed"
+            && replayed != Some(Some(e.variant.into()))
+        {
+            found.push(format!("a replay carried another request's outcome: {e}"));
+        }
+    }
+    found
+}
+
+/// With a final look: the record ended completed, its replay is its
+/// outcome, naming the provider's charge, sent by a completer; every
+/// acknowledged completion and replay is that outcome.
+fn final_problems(story: &[Entry], look: &FinalLook, charge: Option<String>) -> Vec<String> {
+    let mut found = Vec::new();
     let outcome = &look.record["outcome"];
     if look.record["state"] != "completed" || outcome.is_null() {
         found.push(format!("did not end completed: {}", look.record));
@@ -186,9 +206,9 @@ fn problems(
         ));
     }
     let named = outcome["body"]["charge"].as_str().map(str::to_owned);
-    if named.is_none() || named != provider_charge {
+    if named.is_none() || (charge.is_some() && named != charge) {
         found.push(format!(
-            "the outcome names charge {named:?}, the provider's charge is {provider_charge:?}"
+            "the outcome names charge {named:?}, the provider's charge is {charge:?}"
         ));
     }
     let sent = story
@@ -205,24 +225,42 @@ fn problems(
         if is(e, Call::Claim, 200) && e.word == "completed" && seen != Some(outcome) {
             found.push(format!("a replay differs from the final outcome: {e}"));
         }
-        let expected = e.is_retryable()
-            || matches!(
-                (e.call, e.status, e.word.as_str()),
-                (Call::Claim, 201 | 200, _)
-                    | (Call::Complete, 200, "completed")
-                    | (Call::Complete, 409, "lease_lost" | "already_completed")
-                    | (
-                        Call::Find | Call::Charge | Call::Died | Call::Stalled | Call::Abandoned,
-                        _,
-                        _
-                    )
-            );
-        if !expected {
-            found.push(format!("an answer outside the protocol: {e}"));
-        }
     }
-    if story.iter().any(|e| e.call == Call::GaveUp) {
-        found.push("a caller never finished".into());
+    found
+}
+
+/// Without a final look: some outcome was acknowledged or replayed, one
+/// per record (per `completed_at`), naming the provider's charge.
+fn journal_problems(story: &[Entry], charge: Option<String>) -> Vec<String> {
+    let mut found = Vec::new();
+    let outcomes: Vec<&Entry> = story
+        .iter()
+        .filter(|e| {
+            is(e, Call::Complete, 200) || (is(e, Call::Claim, 200) && e.word == "completed")
+        })
+        .collect();
+    if outcomes.is_empty() {
+        found.push("did not end completed: no completion acknowledged, no replay seen".into());
+    }
+    for e in &outcomes {
+        let first = outcomes
+            .iter()
+            .find(|o| o.completed_at == e.completed_at)
+            .expect("itself");
+        if first.outcome != e.outcome {
+            found.push(format!(
+                "an acknowledged outcome or replay differs from another of the same record: {e}"
+            ));
+        }
+        let named = e
+            .outcome
+            .as_ref()
+            .and_then(|o| o["body"]["charge"].as_str());
+        if charge.is_some() && named != charge.as_deref() {
+            found.push(format!(
+                "the outcome names charge {named:?}, the provider's charge is {charge:?}: {e}"
+            ));
+        }
     }
     found
 }
@@ -231,46 +269,22 @@ fn is(e: &Entry, call: Call, status: u16) -> bool {
     e.call == call && e.status == status
 }
 
-fn count(entries: &HashMap<String, Vec<Entry>>) -> Figures {
-    let mut f = Figures {
-        rounds: 1,
-        operations: entries.len() as u64,
-        ..Figures::default()
-    };
-    for e in entries.values().flatten() {
-        match (e.call, e.status, e.word.as_str()) {
-            (Call::Claim, 201, _) => f.claimed += 1,
-            (Call::Claim, 200, "recovering") => f.recovering += 1,
-            (Call::Claim, 200, "completed") => f.replays += 1,
-            (Call::Find, _, "found") => f.takeovers += 1,
-            (Call::Died, _, _) => f.deaths += 1,
-            (Call::Stalled, _, _) => f.stalls += 1,
-            (Call::Abandoned, _, _) => f.abandoned += 1,
-            (Call::Complete, 409, "lease_lost") => f.lease_lost += 1,
-            (Call::Claim | Call::Complete, 0, word) if word != "connect_failed" => {
-                f.retries += 1;
-                f.unanswered += 1;
-            }
-            _ if e.is_retryable() => f.retries += 1,
-            _ => {}
-        }
-    }
-    f
-}
-
-/// Looks `key` up and replays its claim, retrying answers that are not an
-/// answer yet (503, no answer) for up to 30 s.
+/// Looks `key` up and replays its claim with the request its outcome
+/// names, retrying answers that are not an answer yet (503, no answer) for
+/// up to 30 s.
 async fn final_look(w: &Workload, key: &str) -> FinalLook {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (_, base) = w.addresses.pick();
         let url = format!("{base}/v1/keys/{}/{key}", w.operation);
         let record = get_json(w.http.get(&url).bearer_auth(&w.token)).await;
-        let body = json!({ "request": request_of(key) });
-        let claim = w.http.post(format!("{url}/claim")).bearer_auth(&w.token);
-        let replay = get_json(claim.json(&body)).await;
-        if let (Some(record), Some(replay)) = (record, replay) {
-            return FinalLook { record, replay };
+        if let Some(record) = record {
+            let variant = record["outcome"]["body"]["variant"].as_u64().unwrap_or(0) as u8;
+            let body = json!({ "request": request_of(key, variant) });
+            let claim = w.http.post(format!("{url}/claim")).bearer_auth(&w.token);
+            if let Some(replay) = get_json(claim.json(&body)).await {
+                return FinalLook { record, replay };
+            }
         }
         assert!(
             Instant::now() < deadline,

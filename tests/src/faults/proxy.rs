@@ -8,8 +8,13 @@
 //! proxied connection at once, so a statement in flight may or may not have
 //! committed when the server sees its connection die: exactly the
 //! ambiguity a network partition leaves behind.
+//!
+//! A [`Tap`] counts the chunks towards the database that contain a given
+//! byte string, such as a key's name as a statement's parameter: the test
+//! learns when the server sent a statement about that key.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,10 +31,50 @@ struct Link {
     cut: bool,
 }
 
+/// Byte strings counted in the traffic towards the database.
+#[derive(Clone, Default)]
+pub struct Tap(Arc<Mutex<Vec<Needle>>>);
+
+/// A byte string and how many chunks contained it.
+struct Needle {
+    bytes: Vec<u8>,
+    count: watch::Sender<u32>,
+}
+
+impl Tap {
+    /// Counts, from now on, the chunks that contain `needle`.
+    pub fn watch(&self, needle: Vec<u8>) -> watch::Receiver<u32> {
+        assert!(!needle.is_empty(), "an empty needle matches nothing");
+        let (count, seen) = watch::channel(0);
+        let bytes = needle;
+        self.0.lock().expect("tap").push(Needle { bytes, count });
+        seen
+    }
+
+    /// The needle of a text parameter `value` of a statement: its length
+    /// (four bytes, big-endian) and its bytes, as the protocol sends it.
+    pub fn parameter(value: &str) -> Vec<u8> {
+        let mut needle = (value.len() as u32).to_be_bytes().to_vec();
+        needle.extend_from_slice(value.as_bytes());
+        needle
+    }
+
+    fn see(&self, chunk: &[u8]) {
+        for needle in self.0.lock().expect("tap").iter() {
+            let bytes = needle.bytes.as_slice();
+            if chunk.windows(bytes.len()).any(|w| w == bytes) {
+                needle.count.send_modify(|n| *n += 1);
+            }
+        }
+    }
+}
+
 /// A listener on a free local port that forwards to `upstream`; stops (and
 /// drops every connection) when dropped.
 pub struct Proxy {
     pub port: u16,
+    /// What passes towards `upstream`.
+    pub tap: Tap,
     link: watch::Sender<Link>,
     accept: JoinHandle<()>,
 }
@@ -41,8 +86,14 @@ impl Proxy {
             .expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let (link, watcher) = watch::channel(Link::default());
-        let accept = tokio::spawn(accept_loop(listener, upstream, watcher));
-        Self { port, link, accept }
+        let tap = Tap::default();
+        let accept = tokio::spawn(accept_loop(listener, upstream, watcher, tap.clone()));
+        Self {
+            port,
+            tap,
+            link,
+            accept,
+        }
     }
 
     /// `url` (a `postgres://` URL) with its host and port replaced by this
@@ -80,18 +131,28 @@ impl Drop for Proxy {
     }
 }
 
-async fn accept_loop(listener: TcpListener, upstream: SocketAddr, link: watch::Receiver<Link>) {
+async fn accept_loop(
+    listener: TcpListener,
+    upstream: SocketAddr,
+    link: watch::Receiver<Link>,
+    tap: Tap,
+) {
     while let Ok((downstream, _)) = listener.accept().await {
         if link.borrow().cut {
             drop(downstream); // refused: closed before a byte is read
             continue;
         }
-        tokio::spawn(forward(downstream, upstream, link.clone()));
+        tokio::spawn(forward(downstream, upstream, link.clone(), tap.clone()));
     }
 }
 
 /// Forwards one connection until either side closes or the link is cut.
-async fn forward(downstream: TcpStream, upstream: SocketAddr, mut link: watch::Receiver<Link>) {
+async fn forward(
+    downstream: TcpStream,
+    upstream: SocketAddr,
+    mut link: watch::Receiver<Link>,
+    tap: Tap,
+) {
     let Ok(upstream) = TcpStream::connect(upstream).await else {
         return;
     };
@@ -99,8 +160,8 @@ async fn forward(downstream: TcpStream, upstream: SocketAddr, mut link: watch::R
     let _ = upstream.set_nodelay(true);
     let (down_read, down_write) = downstream.into_split();
     let (up_read, up_write) = upstream.into_split();
-    let there = pump(down_read, up_write, link.clone());
-    let back = pump(up_read, down_write, link.clone());
+    let there = pump(down_read, up_write, link.clone(), Some(tap));
+    let back = pump(up_read, down_write, link.clone(), None);
     let cut = async {
         loop {
             if link.borrow_and_update().cut {
@@ -119,8 +180,14 @@ async fn forward(downstream: TcpStream, upstream: SocketAddr, mut link: watch::R
     }
 }
 
-/// Copies one direction, each chunk leaving `latency` after it arrived.
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, link: watch::Receiver<Link>) {
+/// Copies one direction, each chunk leaving `latency` after it arrived
+/// (and shown to `tap` as it arrives).
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    link: watch::Receiver<Link>,
+    tap: Option<Tap>,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let reader = async move {
         let mut buf = vec![0u8; 16 * 1024];
@@ -128,6 +195,9 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, link: watch::Rece
             match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    if let Some(tap) = &tap {
+                        tap.see(&buf[..n]);
+                    }
                     let due = Instant::now() + link.borrow().latency;
                     if tx.send((due, buf[..n].to_vec())).is_err() {
                         break;
