@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use idemkey_api::domain::policy::LeaseExpiry;
 use idemkey_api::domain::{
-    Fingerprint, IdempotencyKey, OperationName, OwnerToken, ScopedKey, TenantId,
+    decide, Decision, Fingerprint, IdempotencyKey, OperationName, OwnerToken, ScopedKey, TenantId,
 };
 use idemkey_api::store::{Completion, KeyRecord, NewClaim, Store};
 
@@ -161,6 +162,16 @@ pub async fn row(store: &Store, k: &ScopedKey) -> KeyRecord {
         .await
         .expect("the store answers")
         .expect("the record exists")
+}
+
+/// What a fresh claim of `k` with request `n` decides now (a class that
+/// takes over expired leases).
+pub async fn decision(store: &Store, k: &ScopedKey, n: u8) -> Decision {
+    decide(
+        &row(store, k).await.seen(),
+        &fingerprint(n),
+        LeaseExpiry::Takeover,
+    )
 }
 
 /// Runs the cleanup statement once (all tenants): removes what is gone.
