@@ -1,8 +1,11 @@
-//! `TestApp` methods for `/v1/operation-classes/{operation}`.
+//! `TestApp` methods for `/v1/operation-classes/{operation}`, and the
+//! fixtures of the class-policy tests (`class_policies.rs`,
+//! `class_fingerprints.rs`).
 
+use chrono::DateTime;
 use idemkey_api::auth::Role;
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::app::Answer;
 use crate::TestApp;
@@ -55,4 +58,26 @@ impl TestApp {
         }
         Answer::from(request.send().await.expect("request")).await
     }
+}
+
+/// Sets `operation`'s policy as the app's admin, and checks it was taken.
+pub async fn set(app: &TestApp, operation: &str, policy: Value) {
+    let answer = app.put_class(operation, policy).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+}
+
+/// Milliseconds from the RFC 3339 time in `record[from]` to `record[to]`.
+pub fn millis_between(record: &Value, from: &str, to: &str) -> i64 {
+    let at = |field: &str| {
+        DateTime::parse_from_rfc3339(record[field].as_str().expect(field)).expect("RFC 3339")
+    };
+    (at(to) - at(from)).num_milliseconds()
+}
+
+/// Claims and completes `key` with `request`.
+pub async fn completed(app: &TestApp, operation: &str, key: &str, request: Value) {
+    let token = app.claim(operation, key, request).await.owner_token();
+    app.complete(operation, key, &token, json!({"status_code": 201}))
+        .await
+        .assert(200, "completed");
 }

@@ -1,6 +1,7 @@
 //! `GET/PUT/DELETE /v1/operation-classes/{operation}` over real HTTP: the
 //! canonical form, defaults, roles, validation and tenant isolation (SPEC
-//! section 6). What a policy does to claims is in `class_policies.rs`.
+//! section 6). What a policy does to claims is in `class_policies.rs` and
+//! `class_fingerprints.rs`.
 
 use idemkey_api::auth::Role;
 use idemkey_tests::app::Answer;
