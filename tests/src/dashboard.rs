@@ -1,5 +1,10 @@
 //! A minimal form-posting, cookie-keeping HTTP client for dashboard tests:
-//! what a browser with JavaScript off does, without the browser.
+//! what a browser with JavaScript off does, without the browser; with the
+//! dashboard tests' fixtures (`fixtures`, and `policy_editor` for the
+//! class policy editor's form).
+
+pub mod fixtures;
+pub mod policy_editor;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
