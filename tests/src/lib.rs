@@ -11,6 +11,7 @@ pub mod browser;
 pub mod classes;
 pub mod dashboard;
 pub mod db;
+pub mod docs;
 pub mod faults;
 pub mod garage;
 pub mod openapi;
