@@ -7,6 +7,7 @@
 
 pub mod answer;
 pub mod app;
+pub mod bad_input;
 pub mod browser;
 pub mod classes;
 pub mod dashboard;
