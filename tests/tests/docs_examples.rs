@@ -35,7 +35,7 @@ use idemkey_tests::docs::metrics::{
     counted_statements, disagreements, documented, registered, scraped,
 };
 use idemkey_tests::docs::run::{examples, run_document};
-use idemkey_tests::docs::{documents, fenced_blocks, read, section};
+use idemkey_tests::docs::{code_spans_and_links, documents, fenced_blocks, read, section};
 use idemkey_tests::process::ServerProcess;
 use idemkey_tests::TestApp;
 use serde_json::{json, Value};
@@ -270,6 +270,52 @@ fn the_docs_cite_no_internal_specification_or_issue() {
         }
     }
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+/// Every file or directory of the repository a document names (as inline
+/// code or a link, from a top-level directory) exists: a moved module or a
+/// renamed test leaves no dangling path behind.
+#[test]
+fn the_paths_the_docs_name_exist() {
+    const TOP: [&str; 10] = [
+        "api/",
+        "web/",
+        "tests/",
+        "bench/",
+        "scripts/",
+        "migrations/",
+        "deploy/",
+        "templates/",
+        "static/",
+        "docs/",
+    ];
+    let root = idemkey_tests::docs::repo_root();
+    let mut missing = Vec::new();
+    for doc in documents() {
+        let base = std::path::Path::new(&doc).parent().expect("a directory");
+        for (named, is_link) in code_spans_and_links(&read(&doc)) {
+            let path = named.split('#').next().unwrap_or("");
+            let path = path.trim_end_matches([',', '.', ':', ';']);
+            // Links are relative to their document; code names paths from the root.
+            let relative = if is_link {
+                base.join(path)
+            } else {
+                PathBuf::from(path)
+            };
+            let relative = relative.to_string_lossy().replace("docs/../", "");
+            let placeholder = ['…', '<', '*', '{', ' ']
+                .iter()
+                .any(|c| relative.contains(*c))
+                || named.contains("://");
+            if TOP.iter().any(|top| relative.starts_with(top))
+                && !placeholder
+                && !root.join(&relative).exists()
+            {
+                missing.push(format!("{doc}: `{named}`"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "\n{}", missing.join("\n"));
 }
 
 /// The benchmark suite's duration is stated once in the README and once in

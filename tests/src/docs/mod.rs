@@ -102,6 +102,18 @@ pub fn fenced_blocks(markdown: &str) -> Vec<Block> {
     blocks
 }
 
+/// Every inline code span (`false`) and link target (`true`) of
+/// `markdown`, in order (code in fenced blocks excluded).
+pub fn code_spans_and_links(markdown: &str) -> Vec<(String, bool)> {
+    Parser::new(markdown)
+        .filter_map(|event| match event {
+            Event::Code(code) => Some((code.to_string(), false)),
+            Event::Start(Tag::Link { dest_url, .. }) => Some((dest_url.to_string(), true)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A piece of a table cell: inline code or plain text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
