@@ -30,12 +30,12 @@ use std::path::PathBuf;
 
 use idemkey_api::auth::Role;
 use idemkey_tests::docs::expect::line_matches;
-use idemkey_tests::docs::logs::{same_form, LoggingServer};
+use idemkey_tests::docs::logs::{logged_in_source, same_form, useful_messages, LoggingServer};
 use idemkey_tests::docs::metrics::{
     counted_statements, disagreements, documented, registered, scraped,
 };
 use idemkey_tests::docs::run::{examples, run_document};
-use idemkey_tests::docs::{code_spans_and_links, documents, fenced_blocks, read, section};
+use idemkey_tests::docs::{dangling_paths, documents, fenced_blocks, read, section};
 use idemkey_tests::process::ServerProcess;
 use idemkey_tests::TestApp;
 use serde_json::{json, Value};
@@ -277,45 +277,23 @@ fn the_docs_cite_no_internal_specification_or_issue() {
 /// renamed test leaves no dangling path behind.
 #[test]
 fn the_paths_the_docs_name_exist() {
-    const TOP: [&str; 10] = [
-        "api/",
-        "web/",
-        "tests/",
-        "bench/",
-        "scripts/",
-        "migrations/",
-        "deploy/",
-        "templates/",
-        "static/",
-        "docs/",
-    ];
-    let root = idemkey_tests::docs::repo_root();
-    let mut missing = Vec::new();
-    for doc in documents() {
-        let base = std::path::Path::new(&doc).parent().expect("a directory");
-        for (named, is_link) in code_spans_and_links(&read(&doc)) {
-            let path = named.split('#').next().unwrap_or("");
-            let path = path.trim_end_matches([',', '.', ':', ';']);
-            // Links are relative to their document; code names paths from the root.
-            let relative = if is_link {
-                base.join(path)
-            } else {
-                PathBuf::from(path)
-            };
-            let relative = relative.to_string_lossy().replace("docs/../", "");
-            let placeholder = ['…', '<', '*', '{', ' ']
-                .iter()
-                .any(|c| relative.contains(*c))
-                || named.contains("://");
-            if TOP.iter().any(|top| relative.starts_with(top))
-                && !placeholder
-                && !root.join(&relative).exists()
-            {
-                missing.push(format!("{doc}: `{named}`"));
-            }
-        }
-    }
+    let missing: Vec<String> = documents().iter().flat_map(|d| dangling_paths(d)).collect();
     assert!(missing.is_empty(), "\n{}", missing.join("\n"));
+}
+
+/// Every message of the "Useful lines" in docs/operations.md is one the
+/// server's source logs.
+#[test]
+fn the_useful_log_lines_are_logged_somewhere() {
+    let logs = section(&read("docs/operations.md"), "Logs");
+    let useful = logs
+        .split_once("Useful lines:")
+        .expect("a list of useful lines")
+        .1;
+    let messages = useful_messages(useful);
+    assert!(messages.len() >= 8, "{messages:?}");
+    let unknown: Vec<&String> = messages.iter().filter(|m| !logged_in_source(m)).collect();
+    assert!(unknown.is_empty(), "not in api/src or web/src: {unknown:?}");
 }
 
 /// The benchmark suite's duration is stated once in the README and once in

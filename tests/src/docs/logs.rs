@@ -126,3 +126,48 @@ pub fn same_form(documented: &Value, real: &Value) -> Result<(), String> {
         (doc, real) => Err(format!("{doc} documented, {real} logged")),
     }
 }
+
+/// The messages of documented log lines (`idemkey listening addr=…`,
+/// `store ready backend="postgres" url=…`, `archive not reachable; …`):
+/// each inline code span of `markdown` up to its first field or `…`.
+pub fn useful_messages(markdown: &str) -> Vec<String> {
+    super::code_spans_and_links(markdown)
+        .into_iter()
+        .filter(|(_, is_link)| !is_link)
+        .map(|(code, _)| {
+            let mut message = Vec::new();
+            for word in code.split(' ') {
+                let is_field = word.split_once('=').is_some_and(|(name, _)| {
+                    !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                });
+                if is_field || word.contains('…') {
+                    break;
+                }
+                message.push(word);
+            }
+            message.join(" ")
+        })
+        .filter(|message| !message.is_empty())
+        .collect()
+}
+
+/// Whether a string literal in `api/src` or `web/src` holds `message`.
+pub fn logged_in_source(message: &str) -> bool {
+    let mut stack = vec![
+        super::repo_root().join("api/src"),
+        super::repo_root().join("web/src"),
+    ];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && std::fs::read_to_string(&path).is_ok_and(|text| text.contains(message))
+            {
+                return true;
+            }
+        }
+    }
+    false
+}

@@ -114,6 +114,50 @@ pub fn code_spans_and_links(markdown: &str) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// The repository's top-level directories, the start of a path a
+/// document names.
+const TOP: [&str; 10] = [
+    "api/",
+    "web/",
+    "tests/",
+    "bench/",
+    "scripts/",
+    "migrations/",
+    "deploy/",
+    "templates/",
+    "static/",
+    "docs/",
+];
+
+/// The paths `doc` names (as inline code from the root, or as a link from
+/// the document) that do not exist in the repository.
+pub fn dangling_paths(doc: &str) -> Vec<String> {
+    let root = repo_root();
+    let base = Path::new(doc).parent().expect("a directory");
+    let mut missing = Vec::new();
+    for (named, is_link) in code_spans_and_links(&read(doc)) {
+        let path = named.split('#').next().unwrap_or("");
+        let path = path.trim_end_matches([',', '.', ':', ';']);
+        let relative = if is_link {
+            base.join(path)
+        } else {
+            PathBuf::from(path)
+        };
+        let relative = relative.to_string_lossy().replace("docs/../", "");
+        let placeholder = ['…', '<', '*', '{', ' ']
+            .iter()
+            .any(|c| relative.contains(*c))
+            || named.contains("://");
+        if TOP.iter().any(|top| relative.starts_with(top))
+            && !placeholder
+            && !root.join(&relative).exists()
+        {
+            missing.push(format!("{doc}: `{named}`"));
+        }
+    }
+    missing
+}
+
 /// A piece of a table cell: inline code or plain text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
