@@ -97,8 +97,8 @@ pub(crate) fn from_load(m: Measurement, r: &LoadResult, rss: Option<f64>) -> Mea
 
 pub fn human(n: u64) -> String {
     match n {
-        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
-        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n if n >= 1_000_000 && n.is_multiple_of(1_000_000) => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n.is_multiple_of(1_000) => format!("{}k", n / 1_000),
         n => n.to_string(),
     }
 }

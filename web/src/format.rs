@@ -10,7 +10,7 @@ pub fn count(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -70,7 +70,7 @@ pub fn bytes(n: usize) -> String {
     match n {
         0..1024 => format!("{n} B"),
         1024..1_048_576 => format!("{} KiB", n / 1024),
-        _ if n % 1_048_576 == 0 => format!("{} MiB", n / 1_048_576),
+        _ if n.is_multiple_of(1_048_576) => format!("{} MiB", n / 1_048_576),
         _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
     }
 }

@@ -89,10 +89,14 @@ async fn postgres_round(settings: &Settings) -> Report {
     let started = Instant::now();
     let mut running =
         Running::start("postgres", &fleet, &provider, settings, Shape::default()).await;
-    let mut faults = 0;
+    let mut faults = 0u64;
     while Instant::now() < running.load_ends {
         pause(Duration::from_millis(500), Duration::from_millis(1_500)).await;
-        let mode = if faults % 2 == 0 { "immediate" } else { "fast" };
+        let mode = if faults.is_multiple_of(2) {
+            "immediate"
+        } else {
+            "fast"
+        };
         block_in_place(|| cluster.stop(mode));
         faults += 1;
         pause(Duration::from_millis(200), Duration::from_millis(1_500)).await;
@@ -112,10 +116,10 @@ async fn redis_round(settings: &Settings) -> Report {
     let provider = Provider::start().await;
     let started = Instant::now();
     let mut running = Running::start("redis", &fleet, &provider, settings, Shape::default()).await;
-    let mut faults = 0;
+    let mut faults = 0u64;
     while Instant::now() < running.load_ends {
         pause(Duration::from_millis(500), Duration::from_millis(1_500)).await;
-        if faults % 2 == 0 {
+        if faults.is_multiple_of(2) {
             redis.flushall().await;
         } else {
             redis.stop().await;

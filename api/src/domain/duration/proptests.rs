@@ -75,7 +75,7 @@ proptest! {
         let d = Duration::from_millis(ms);
         let formatted = format_duration(d);
         prop_assert_eq!(parse_duration(&formatted), Some(d), "{}", formatted);
-        let largest = UNITS.iter().rev().find(|(_, size)| ms > 0 && ms as u128 % size == 0);
+        let largest = UNITS.iter().rev().find(|(_, size)| ms > 0 && (ms as u128).is_multiple_of(*size));
         let unit = largest.map_or("ms", |(name, _)| name);
         let count = formatted.strip_suffix(unit);
         prop_assert!(count.is_some_and(|c| c.chars().all(|c| c.is_ascii_digit())), "{}", formatted);
