@@ -13,7 +13,6 @@ pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod error;
-pub mod lease_watch;
 pub mod metrics;
 pub mod private_fs;
 #[cfg(test)]
@@ -23,5 +22,5 @@ pub mod routes;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
-pub mod tiering;
 pub mod usage;
+pub mod workers;

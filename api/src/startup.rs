@@ -18,7 +18,8 @@ use crate::metrics::Metrics;
 use crate::ratelimit::TenantLimiter;
 use crate::routes::{self, AppState};
 use crate::store::{redact, Store};
-use crate::usage::{Usage, FLUSH_EVERY};
+use crate::usage::Usage;
+use crate::workers::Workers;
 
 /// Extra routes mounted beside the API (the dashboard), given the
 /// configuration (the dashboard takes its session keys from it).
@@ -30,7 +31,7 @@ pub struct Application {
     /// The private `/metrics` listener (`IDEMKEY_METRICS_LISTEN`), if any.
     metrics_server: Option<(u16, Server)>,
     usage: Usage,
-    flusher: tokio::task::JoinHandle<()>,
+    workers: Workers,
 }
 
 impl Application {
@@ -47,14 +48,8 @@ impl Application {
         let cache = open_cache(config, &secret, metrics.clone()).await?;
         let engine = Engine::new(store.clone(), secret, cache, archive, metrics);
         engine.listen_for_key_events();
-        if config.workers {
-            crate::lease_watch::spawn(engine.clone(), config.worker_interval);
-            let failpoint = crate::tiering::Failpoint::new(config.failpoint.clone());
-            crate::tiering::spawn(engine.clone(), config.worker_interval, failpoint);
-            tracing::info!(every = ?config.worker_interval, "workers running: lease watch, tiering and cleanup");
-        }
         let usage = Usage::new(store);
-        let flusher = usage.spawn_flusher(FLUSH_EVERY);
+        let workers = Workers::start(&engine, &usage, config);
         let limiter = config.tenant_rate_limit.map(|calls| {
             let limiter = TenantLimiter::per_second(calls);
             limiter.spawn_forgetting();
@@ -103,7 +98,7 @@ impl Application {
             server,
             metrics_server,
             usage,
-            flusher,
+            workers,
         })
     }
 
@@ -123,7 +118,8 @@ impl Application {
 
     /// Serves until a signal: SIGTERM stops accepting connections and lets
     /// in-flight requests finish (up to 30 s); SIGINT and SIGQUIT stop at once.
-    /// Pending usage counts are flushed once more after the server stops.
+    /// The workers stop after the server, and pending usage counts are
+    /// flushed once more.
     /// The metrics listener stops with the API listener.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let metrics = self.metrics_server.map(|(_, server)| {
@@ -135,8 +131,7 @@ impl Application {
             handle.stop(false).await;
             let _ = task.await;
         }
-        self.flusher.abort();
-        self.usage.flush_logged().await;
+        self.workers.stop().await;
         served
     }
 }

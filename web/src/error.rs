@@ -5,6 +5,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
+use idemkey_api::engine::Refusal;
 use idemkey_api::error::ApiError;
 
 use crate::pages::Layout;
@@ -76,11 +77,20 @@ impl ResponseError for PageError {
 impl From<ApiError> for PageError {
     fn from(e: ApiError) -> Self {
         match e {
-            ApiError::NotFound => Self::NotFound,
             ApiError::Forbidden | ApiError::Unauthorized => {
                 Self::Forbidden("Your session does not allow this.")
             }
             ApiError::BadRequest(_, detail) => Self::BadRequest(detail),
+            ApiError::Refused(refusal) => refusal.into(),
+            _ => Self::Unavailable,
+        }
+    }
+}
+
+impl From<Refusal> for PageError {
+    fn from(e: Refusal) -> Self {
+        match e {
+            Refusal::NotFound => Self::NotFound,
             _ => Self::Unavailable,
         }
     }

@@ -150,6 +150,47 @@ pub fn decide(seen: &Seen, fingerprint: &Fingerprint, on_expiry: LeaseExpiry) ->
     }
 }
 
+/// The decision for a completed outcome known to be inside its window (a
+/// cached copy: caches keep an outcome no longer than its window): replay
+/// it if the request is the same, else key reuse.
+pub fn decide_completed(stored: &Fingerprint, fingerprint: &Fingerprint) -> Decision {
+    if stored == fingerprint {
+        Decision::Replay
+    } else {
+        Decision::KeyReused
+    }
+}
+
+/// Whether a request whose fingerprint under today's rules (`current`) is
+/// `fingerprint` must be fingerprinted again under the rules a record was
+/// written under before it is judged against that record: only when the
+/// two fingerprints differ, the record's rules are not today's, and the
+/// request's text is at hand (a precomputed fingerprint is judged as sent).
+pub fn needs_record_rules(
+    fingerprint: &Fingerprint,
+    current: Option<[u8; 32]>,
+    record_fp: &Fingerprint,
+    record_rules: Option<[u8; 32]>,
+    has_request: bool,
+) -> bool {
+    fingerprint != record_fp && record_rules != current && has_request
+}
+
+/// The fingerprint a request is judged by against a record: the record's
+/// own when the request, fingerprinted under the record's rules
+/// (`under_record_rules`), matches it — the same operation, retried across
+/// a policy change — else the request's fingerprint under today's rules.
+pub fn judged_fingerprint(
+    fingerprint: Fingerprint,
+    record_fp: Fingerprint,
+    under_record_rules: Option<Fingerprint>,
+) -> Fingerprint {
+    match under_record_rules {
+        Some(fp) if fp == record_fp => record_fp,
+        _ => fingerprint,
+    }
+}
+
 /// Whole seconds until the lease ends, at least one (Retry-After's unit).
 fn retry_after(remaining: chrono::TimeDelta) -> Duration {
     let ms = remaining.num_milliseconds().max(0) as u64;
@@ -301,5 +342,31 @@ mod tests {
         );
         let done = seen(Completed, 30, 10);
         assert_eq!(done.protected_until(), done.expires_at);
+    }
+
+    #[test]
+    fn a_cached_outcome_replays_only_the_same_request() {
+        assert_eq!(decide_completed(&FP, &FP), Decision::Replay);
+        assert_eq!(decide_completed(&FP, &OTHER), Decision::KeyReused);
+    }
+
+    #[test]
+    fn a_request_is_judged_again_only_across_a_rule_change_and_with_its_text() {
+        let (today, then) = (Some([7; 32]), Some([8; 32]));
+        // Rows: same fingerprint; same rules; no text; all three differ.
+        assert!(!needs_record_rules(&FP, today, &FP, then, true));
+        assert!(!needs_record_rules(&FP, today, &OTHER, today, true));
+        assert!(!needs_record_rules(&FP, today, &OTHER, then, false));
+        assert!(needs_record_rules(&FP, today, &OTHER, then, true));
+        // The defaults (`None`) are rules too.
+        assert!(needs_record_rules(&FP, None, &OTHER, then, true));
+        assert!(needs_record_rules(&FP, today, &OTHER, None, true));
+    }
+
+    #[test]
+    fn a_retry_across_a_rule_change_is_judged_by_the_records_fingerprint() {
+        assert_eq!(judged_fingerprint(FP, OTHER, Some(OTHER)), OTHER);
+        assert_eq!(judged_fingerprint(FP, OTHER, Some(FP)), FP);
+        assert_eq!(judged_fingerprint(FP, OTHER, None), FP);
     }
 }

@@ -12,7 +12,10 @@ pub mod policy;
 pub mod time;
 pub mod usage;
 
-pub use claim::{decide, protected_until, Decision, RecordState, Seen};
+pub use claim::{
+    decide, decide_completed, judged_fingerprint, needs_record_rules, protected_until, Decision,
+    RecordState, Seen,
+};
 pub use effect::EffectSecret;
 pub use fingerprint::Fingerprint;
 pub use names::{IdempotencyKey, KeyHash, NameError, OperationName, ScopedKey, TenantId};

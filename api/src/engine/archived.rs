@@ -16,11 +16,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Engine;
+use super::Refusal;
 use crate::archive::segment::open_outcome;
 use crate::archive::{ArchiveError, SegmentName};
 use crate::cache::FinalOutcome;
 use crate::domain::{RecordState, ScopedKey};
-use crate::error::ApiError;
 use crate::store::KeyRecord;
 
 /// How long a request waits for the archive before answering 503.
@@ -29,7 +29,7 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 impl Engine {
     /// `k`'s record as lookup shows it: with its outcome, read from the
     /// archive when the key is tiered.
-    pub async fn lookup(&self, k: &ScopedKey) -> Result<KeyRecord, ApiError> {
+    pub async fn lookup(&self, k: &ScopedKey) -> Result<KeyRecord, Refusal> {
         let record = self.current(k).await?;
         self.with_outcome(k, record).await
     }
@@ -41,13 +41,13 @@ impl Engine {
         &self,
         k: &ScopedKey,
         mut record: KeyRecord,
-    ) -> Result<KeyRecord, ApiError> {
+    ) -> Result<KeyRecord, Refusal> {
         if record.state != RecordState::Completed || record.outcome.is_some() {
             return Ok(record);
         }
         let Some(routing) = &record.routing else {
             tracing::error!("a completed record with neither an outcome nor a routing entry");
-            return Err(ApiError::Unavailable);
+            return Err(Refusal::Unavailable);
         };
         if let Some(hit) = self.cache.local(k).filter(|hit| same_record(hit, &record)) {
             record.outcome = Some(hit.outcome.to_string());
@@ -56,7 +56,7 @@ impl Engine {
         let read_at = Instant::now();
         let name = SegmentName::parse(&routing.segment).map_err(|_| {
             tracing::error!(segment = %routing.segment, "a routing entry names an invalid segment");
-            ApiError::Unavailable
+            Refusal::Unavailable
         })?;
         let read = self.archive.read_range(&name, routing.offset, routing.len);
         let bytes = match tokio::time::timeout(READ_TIMEOUT, read).await {
@@ -66,23 +66,23 @@ impl Engine {
                 // this is damage to report, and still not "new".
                 self.metrics.archive_read("missing");
                 tracing::error!(segment = %name, "a routing entry points at a missing segment");
-                return Err(ApiError::Unavailable);
+                return Err(Refusal::Unavailable);
             }
             Ok(Err(ArchiveError::Unavailable(e))) => {
                 self.metrics.archive_read("unavailable");
                 tracing::warn!(error = %e, "the archive could not answer a read");
-                return Err(ApiError::Unavailable);
+                return Err(Refusal::Unavailable);
             }
             Err(_) => {
                 self.metrics.archive_read("timeout");
                 tracing::warn!(segment = %name, "the archive did not answer in time");
-                return Err(ApiError::Unavailable);
+                return Err(Refusal::Unavailable);
             }
         };
         let outcome = open_outcome(&bytes, &routing.sha256).map_err(|why| {
             self.metrics.archive_read("corrupt");
             tracing::error!(segment = %name, offset = routing.offset, %why, "a tiered outcome failed its check");
-            ApiError::Unavailable
+            Refusal::Unavailable
         })?;
         self.metrics.archive_read("ok");
         record.outcome = Some(outcome);

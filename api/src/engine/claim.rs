@@ -22,10 +22,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::refusal::{Busy, Refusal};
 use super::Engine;
 use crate::cache::FinalOutcome;
-use crate::domain::{decide, Decision, Fingerprint, OwnerToken, Policy, ScopedKey};
-use crate::error::ApiError;
+use crate::domain::{
+    decide, decide_completed, Decision, Fingerprint, OwnerToken, Policy, ScopedKey,
+};
 use crate::store::{KeyRecord, NewClaim};
 
 /// How often a contended claim re-runs its statements before giving up with
@@ -53,7 +55,9 @@ pub struct ClaimRequest {
     /// fingerprint): a record written under other fingerprint rules judges
     /// it again under its own.
     pub request_json: Option<String>,
-    pub lease_ms: Option<u64>,
+    /// The lease asked for, already checked against the class's range
+    /// (`Policy::lease_for`).
+    pub lease: Duration,
     pub wait_ms: Option<u64>,
 }
 
@@ -95,13 +99,8 @@ impl Engine {
         k: &ScopedKey,
         policy: &Policy,
         req: &ClaimRequest,
-    ) -> Result<ClaimAnswer, ApiError> {
-        let lease = policy.lease_for(req.lease_ms).map_err(|e| {
-            ApiError::bad_request(
-                "invalid_lease",
-                format!("lease_ms must be 1000-{}", e.max_ms),
-            )
-        })?;
+    ) -> Result<ClaimAnswer, Refusal> {
+        let lease = req.lease;
         let rules = req.rules_digest;
         // The common replay: a completed key in this node's cache needs no
         // owner token, subscription or look.
@@ -183,7 +182,7 @@ impl Engine {
                     races += 1; // released in between: try to insert again
                     continue;
                 }
-                Look::Unavailable => return Err(ApiError::Unavailable),
+                Look::Unavailable => return Err(Refusal::Unavailable),
             };
             let read_at = Instant::now();
             let judged = self
@@ -206,13 +205,13 @@ impl Engine {
                         return Ok(ClaimAnswer::Claimed { record, token });
                     }
                 }
-                Decision::KeyReused => return Err(ApiError::KeyReused),
+                Decision::KeyReused => return Err(Refusal::KeyReused),
                 Decision::Replay => match FinalOutcome::of(&seen) {
                     Some(outcome) => return replay(Arc::new(outcome), &judged),
                     // A tiered outcome the archive could not give us.
-                    None => return Err(ApiError::Unavailable),
+                    None => return Err(Refusal::Unavailable),
                 },
-                Decision::Quarantined => return Err(ApiError::Quarantined),
+                Decision::Quarantined => return Err(Refusal::Quarantined),
                 Decision::TakeOver => {
                     let taken = self
                         .counted("take_over")
@@ -233,7 +232,7 @@ impl Engine {
                         .await?;
                     if quarantined.is_some() {
                         self.changed(k);
-                        return Err(ApiError::Quarantined);
+                        return Err(Refusal::Quarantined);
                     }
                 }
                 Decision::InProgress { retry_after } => {
@@ -261,7 +260,7 @@ impl Engine {
             races += 1;
         }
         tracing::warn!("claim kept losing races; answering unavailable");
-        Err(ApiError::Unavailable)
+        Err(Refusal::Unavailable)
     }
 
     /// Joins (or starts) this node's look at `k`, one that started no
@@ -298,7 +297,7 @@ impl Engine {
         match self.look_in_store(k, claim).await {
             Ok(look) => look,
             Err(e) => {
-                let _logged = ApiError::from(e);
+                let _logged = Refusal::from(e);
                 Look::Unavailable
             }
         }
@@ -361,23 +360,13 @@ impl Engine {
 }
 
 /// A completed key: its outcome if the fingerprint matches, else key reuse.
-fn replay(outcome: Arc<FinalOutcome>, fingerprint: &Fingerprint) -> Result<ClaimAnswer, ApiError> {
-    if outcome.fingerprint != *fingerprint {
-        return Err(ApiError::KeyReused);
+fn replay(outcome: Arc<FinalOutcome>, fingerprint: &Fingerprint) -> Result<ClaimAnswer, Refusal> {
+    match decide_completed(&outcome.fingerprint, fingerprint) {
+        Decision::Replay => Ok(ClaimAnswer::Completed { replay: outcome }),
+        _ => Err(Refusal::KeyReused),
     }
-    Ok(ClaimAnswer::Completed { replay: outcome })
 }
 
-fn in_progress(seen: &KeyRecord, retry_after: Duration) -> ApiError {
-    let mut extra = serde_json::Map::new();
-    extra.insert("attempt".into(), seen.attempt.into());
-    extra.insert(
-        "lease_expires_at".into(),
-        crate::domain::time::rfc3339(seen.lease_expires_at).into(),
-    );
-    extra.insert(
-        "expires_at".into(),
-        crate::domain::time::rfc3339(seen.protected_until()).into(),
-    );
-    ApiError::InProgress { retry_after, extra }
+fn in_progress(seen: &KeyRecord, retry_after: Duration) -> Refusal {
+    Refusal::InProgress(Busy::of(seen, retry_after))
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::Engine;
+use super::Refusal;
 use crate::domain::{OperationName, Policy, TenantId};
-use crate::error::ApiError;
 use crate::store::{StoreError, StoredClass};
 
 /// A class's policy as an admin sees it.
@@ -54,7 +54,7 @@ impl Engine {
     /// The policy a claim (or an owner's call) of this class works under,
     /// through the per-node cache (see `policy_cache` for its staleness
     /// bound).
-    pub async fn policy(&self, t: &TenantId, op: &OperationName) -> Result<Arc<Policy>, ApiError> {
+    pub async fn policy(&self, t: &TenantId, op: &OperationName) -> Result<Arc<Policy>, Refusal> {
         if let Some(policy) = self.policies.get(t, op) {
             return Ok(policy);
         }
@@ -70,7 +70,7 @@ impl Engine {
         &self,
         t: &TenantId,
         op: &OperationName,
-    ) -> Result<OperationClass, ApiError> {
+    ) -> Result<OperationClass, Refusal> {
         match self.store.find_class(t, op).await? {
             Some(stored) => Ok(OperationClass::stored(stored)?),
             None => Ok(OperationClass::default_policy()),
@@ -83,7 +83,7 @@ impl Engine {
     pub async fn stored_operation_classes(
         &self,
         t: &TenantId,
-    ) -> Result<Vec<(OperationName, OperationClass)>, ApiError> {
+    ) -> Result<Vec<(OperationName, OperationClass)>, Refusal> {
         let mut classes = Vec::new();
         for (name, stored) in self.store.list_classes(t).await? {
             let op = OperationName::parse(&name)
@@ -101,7 +101,7 @@ impl Engine {
         t: &TenantId,
         op: &OperationName,
         policy: &Policy,
-    ) -> Result<OperationClass, ApiError> {
+    ) -> Result<OperationClass, Refusal> {
         self.remember_rules(&policy.fingerprint).await?;
         let stored = self.store.put_class(t, op, &policy.to_json()).await;
         self.policies.evict(t, op);
@@ -114,7 +114,7 @@ impl Engine {
         &self,
         t: &TenantId,
         op: &OperationName,
-    ) -> Result<OperationClass, ApiError> {
+    ) -> Result<OperationClass, Refusal> {
         let deleted = self.store.delete_class(t, op).await;
         self.policies.evict(t, op);
         deleted?;

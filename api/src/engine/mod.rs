@@ -19,8 +19,10 @@ mod fingerprints;
 mod flight;
 mod owner;
 mod policy_cache;
+mod read_model;
 mod recent;
 mod recovery;
+mod refusal;
 mod rules;
 
 use std::sync::Arc;
@@ -32,6 +34,7 @@ pub use owner::OwnerCall;
 pub use policy_cache::POLICY_TTL;
 pub use recent::COALESCING_WINDOW;
 pub use recovery::MAX_STEPS;
+pub use refusal::{Busy, Refusal};
 
 use crate::archive::Archive;
 use crate::cache::{CacheUnavailable, OutcomeCache};
@@ -45,12 +48,15 @@ use policy_cache::PolicyCache;
 
 #[derive(Clone)]
 pub struct Engine {
-    pub store: Store,
-    pub secret: EffectSecret,
-    pub cache: OutcomeCache,
+    // The engine's insides are the crate's: the routes, the workers and
+    // the health check reach them; the dashboard reads through methods
+    // (`read_model`).
+    pub(crate) store: Store,
+    pub(crate) secret: EffectSecret,
+    pub(crate) cache: OutcomeCache,
     /// Where tiered outcomes live (read through routing entries, written
     /// by the tiering worker).
-    pub archive: Archive,
+    pub(crate) archive: Archive,
     pub metrics: Arc<Metrics>,
     /// Operation-class policies recently read on this node (`Engine::policy`).
     policies: PolicyCache,
@@ -59,7 +65,7 @@ pub struct Engine {
     /// Fingerprint rule sets read from the store (`rules`).
     rule_sets: Arc<rules::RuleSets>,
     /// Fingerprints of request texts seen recently (`fingerprints`).
-    pub fingerprints: Fingerprints,
+    pub(crate) fingerprints: Fingerprints,
     /// In-progress looks reused within the coalescing window (`recent`).
     recent: Arc<recent::RecentLooks>,
     /// Where waiting claims count their safety ticks from.

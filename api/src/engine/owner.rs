@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use super::Engine;
+use super::Refusal;
 use crate::domain::{Outcome, OwnerTokenHash, RecordState, ScopedKey};
-use crate::error::ApiError;
 use crate::store::{Completion, KeyRecord};
 
 /// The owner token as presented by the caller.
@@ -33,7 +33,7 @@ impl Engine {
         k: &ScopedKey,
         call: &OwnerCall<'_>,
         outcome: &Outcome,
-    ) -> Result<KeyRecord, ApiError> {
+    ) -> Result<KeyRecord, Refusal> {
         let completion = Completion {
             owner: call.hash(),
             outcome_json: &outcome.json,
@@ -51,10 +51,10 @@ impl Engine {
             RecordState::Completed if current.outcome_hash == Some(outcome.canonical_hash) => {
                 self.with_outcome(k, current).await
             }
-            RecordState::Completed => Err(ApiError::AlreadyCompleted),
-            RecordState::Quarantined => Err(ApiError::Quarantined),
+            RecordState::Completed => Err(Refusal::AlreadyCompleted),
+            RecordState::Quarantined => Err(Refusal::Quarantined),
             // The row changed between our two statements; the caller retries.
-            RecordState::InProgress => Err(ApiError::Unavailable),
+            RecordState::InProgress => Err(Refusal::Unavailable),
         }
     }
 
@@ -64,7 +64,7 @@ impl Engine {
         k: &ScopedKey,
         call: &OwnerCall<'_>,
         lease: Option<Duration>,
-    ) -> Result<KeyRecord, ApiError> {
+    ) -> Result<KeyRecord, Refusal> {
         let beat = self.counted("heartbeat").heartbeat(k, call.hash(), lease);
         if let Some(record) = beat.await? {
             return Ok(record);
@@ -73,7 +73,7 @@ impl Engine {
     }
 
     #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
-    pub async fn release(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Result<(), ApiError> {
+    pub async fn release(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Result<(), Refusal> {
         // No `evict` first: release deletes only an in-progress record, and
         // only completed outcomes are ever cached. Its key event still drops
         // any in-process copy on every node.
@@ -86,10 +86,10 @@ impl Engine {
 
     /// The live record, or 404 — for a key that never existed, that belongs
     /// to another tenant (the tenant is part of the key) or is past its window.
-    pub async fn current(&self, k: &ScopedKey) -> Result<KeyRecord, ApiError> {
+    pub async fn current(&self, k: &ScopedKey) -> Result<KeyRecord, Refusal> {
         match self.counted("find").find(k).await? {
             Some(record) if !record.is_expired() => Ok(record),
-            _ => Err(ApiError::NotFound),
+            _ => Err(Refusal::NotFound),
         }
     }
 
@@ -97,25 +97,21 @@ impl Engine {
         &self,
         k: &ScopedKey,
         call: &OwnerCall<'_>,
-    ) -> Result<KeyRecord, ApiError> {
+    ) -> Result<KeyRecord, Refusal> {
         let current = self.current(k).await?;
         if current.owner_token_hash != call.hash() {
-            return Err(ApiError::LeaseLost);
+            return Err(Refusal::LeaseLost);
         }
         Ok(current)
     }
 
-    pub(super) async fn why_not_in_progress(
-        &self,
-        k: &ScopedKey,
-        call: &OwnerCall<'_>,
-    ) -> ApiError {
+    pub(super) async fn why_not_in_progress(&self, k: &ScopedKey, call: &OwnerCall<'_>) -> Refusal {
         match self.owned_by(k, call).await {
             Err(e) => e,
             Ok(r) => match r.state {
-                RecordState::Completed => ApiError::AlreadyCompleted,
-                RecordState::Quarantined => ApiError::Quarantined,
-                RecordState::InProgress => ApiError::Unavailable,
+                RecordState::Completed => Refusal::AlreadyCompleted,
+                RecordState::Quarantined => Refusal::Quarantined,
+                RecordState::InProgress => Refusal::Unavailable,
             },
         }
     }

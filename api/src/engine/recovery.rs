@@ -1,26 +1,13 @@
 //! The hard cases: recording steps, quarantining an ambiguous outcome,
 //! resolving it, and listing the keys that need attention.
 
+use super::Refusal;
 use super::{Engine, OwnerCall};
 use crate::domain::{Outcome, OwnerTokenHash, RecordState, ScopedKey, TenantId};
-use crate::error::ApiError;
 use crate::store::{Completion, KeyRecord, ListQuery, Resolver, StepDone};
 
 /// The most steps one operation may record.
 pub const MAX_STEPS: usize = 64;
-
-const STEP_CONFLICT: ApiError = ApiError::Conflict {
-    code: "step_conflict",
-    title: "The step was already recorded with another provider reference",
-};
-const TOO_MANY_STEPS: ApiError = ApiError::Conflict {
-    code: "too_many_steps",
-    title: "The operation already has the most steps it may record",
-};
-const NOT_RESOLVABLE: ApiError = ApiError::Conflict {
-    code: "not_quarantined",
-    title: "Only a quarantined key (or, for an admin, one whose lease ran out) can be resolved",
-};
 
 impl Engine {
     #[tracing::instrument(skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
@@ -30,7 +17,7 @@ impl Engine {
         call: &OwnerCall<'_>,
         step: &str,
         provider_ref: &str,
-    ) -> Result<KeyRecord, ApiError> {
+    ) -> Result<KeyRecord, Refusal> {
         let done = StepDone {
             owner: OwnerTokenHash::of(call.token),
             step,
@@ -46,10 +33,12 @@ impl Engine {
         let steps: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(&current.steps).unwrap_or_default();
         match steps.get(step) {
-            Some(existing) if existing["provider_ref"] != provider_ref => Err(STEP_CONFLICT),
-            None if steps.len() >= MAX_STEPS => Err(TOO_MANY_STEPS),
+            Some(existing) if existing["provider_ref"] != provider_ref => {
+                Err(Refusal::StepConflict)
+            }
+            None if steps.len() >= MAX_STEPS => Err(Refusal::TooManySteps),
             // The row changed between our two statements; the caller retries.
-            _ => Err(ApiError::Unavailable),
+            _ => Err(Refusal::Unavailable),
         }
     }
 
@@ -59,7 +48,7 @@ impl Engine {
         k: &ScopedKey,
         call: &OwnerCall<'_>,
         reason: &str,
-    ) -> Result<KeyRecord, ApiError> {
+    ) -> Result<KeyRecord, Refusal> {
         let owner = OwnerTokenHash::of(call.token);
         if let Some(record) = self
             .counted("quarantine")
@@ -79,7 +68,7 @@ impl Engine {
         k: &ScopedKey,
         by: &Resolver,
         outcome: &Outcome,
-    ) -> Result<KeyRecord, ApiError> {
+    ) -> Result<KeyRecord, Refusal> {
         let completion = Completion {
             owner: by.owner.unwrap_or(OwnerTokenHash([0; 32])),
             outcome_json: &outcome.json,
@@ -101,8 +90,8 @@ impl Engine {
             RecordState::Completed if current.outcome_hash == Some(outcome.canonical_hash) => {
                 self.with_outcome(k, current).await
             }
-            RecordState::Completed => Err(ApiError::AlreadyCompleted),
-            _ => Err(NOT_RESOLVABLE),
+            RecordState::Completed => Err(Refusal::AlreadyCompleted),
+            _ => Err(Refusal::NotResolvable),
         }
     }
 
@@ -114,7 +103,7 @@ impl Engine {
         k: &ScopedKey,
         by: &Resolver,
         reason: Option<&str>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), Refusal> {
         if self
             .counted("resolve_release")
             .resolve_release(k, by, reason)
@@ -125,8 +114,8 @@ impl Engine {
         }
         let current = self.resolvable_by(k, by).await?;
         Err(match current.state {
-            RecordState::Completed => ApiError::AlreadyCompleted,
-            _ => NOT_RESOLVABLE,
+            RecordState::Completed => Refusal::AlreadyCompleted,
+            _ => Refusal::NotResolvable,
         })
     }
 
@@ -137,7 +126,7 @@ impl Engine {
         &self,
         k: &ScopedKey,
         seen: crate::store::Version,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<bool, Refusal> {
         let done = self
             .counted("quarantine_expired")
             .quarantine_expired(k, seen)
@@ -152,23 +141,23 @@ impl Engine {
         &self,
         tenant: &TenantId,
         q: &ListQuery,
-    ) -> Result<Vec<(ScopedKey, KeyRecord)>, ApiError> {
+    ) -> Result<Vec<(ScopedKey, KeyRecord)>, Refusal> {
         Ok(self.counted("list").list(tenant, q).await?)
     }
 
-    async fn resolvable_by(&self, k: &ScopedKey, by: &Resolver) -> Result<KeyRecord, ApiError> {
+    async fn resolvable_by(&self, k: &ScopedKey, by: &Resolver) -> Result<KeyRecord, Refusal> {
         let current = self.current(k).await?;
         match by.owner {
-            Some(owner) if current.owner_token_hash != owner => Err(ApiError::LeaseLost),
+            Some(owner) if current.owner_token_hash != owner => Err(Refusal::LeaseLost),
             _ => Ok(current),
         }
     }
 }
 
-fn not_in_progress(r: &KeyRecord) -> ApiError {
+fn not_in_progress(r: &KeyRecord) -> Refusal {
     match r.state {
-        RecordState::Completed => ApiError::AlreadyCompleted,
-        RecordState::Quarantined => ApiError::Quarantined,
-        RecordState::InProgress => ApiError::Unavailable,
+        RecordState::Completed => Refusal::AlreadyCompleted,
+        RecordState::Quarantined => Refusal::Quarantined,
+        RecordState::InProgress => Refusal::Unavailable,
     }
 }

@@ -1,5 +1,5 @@
-//! Fingerprint rules fixed per record (SPEC section 6: a policy change
-//! affects new records only).
+//! Fingerprint rules fixed per record: a policy change affects new records
+//! only.
 //!
 //! A record stores the digest of the rules its fingerprint was computed
 //! under. When a claim's fingerprint (under the class's rules today) differs
@@ -13,10 +13,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::Refusal;
 use super::{ClaimRequest, Engine};
 use crate::domain::fingerprint::{fingerprint_request, FingerprintRules};
-use crate::domain::Fingerprint;
-use crate::error::ApiError;
+use crate::domain::{judged_fingerprint, needs_record_rules, Fingerprint};
 use crate::store::StoreError;
 
 /// Rule sets read from the store, by digest. They never change, so entries
@@ -27,7 +27,7 @@ pub(super) struct RuleSets(Mutex<HashMap<[u8; 32], Arc<FingerprintRules>>>);
 impl Engine {
     /// Keeps `rules` under their digest before a policy using them is saved,
     /// so every record written under them can be judged by them later.
-    pub(super) async fn remember_rules(&self, rules: &FingerprintRules) -> Result<(), ApiError> {
+    pub(super) async fn remember_rules(&self, rules: &FingerprintRules) -> Result<(), Refusal> {
         if let Some(digest) = rules.digest() {
             self.store.remember_rules(&digest, &rules.to_json()).await?;
         }
@@ -44,24 +44,30 @@ impl Engine {
         current: Option<[u8; 32]>,
         record_fp: Fingerprint,
         record_rules: Option<[u8; 32]>,
-    ) -> Result<Fingerprint, ApiError> {
-        if record_fp == req.fingerprint || record_rules == current {
-            return Ok(req.fingerprint);
-        }
-        let Some(json) = &req.request_json else {
+    ) -> Result<Fingerprint, Refusal> {
+        let rejudge = needs_record_rules(
+            &req.fingerprint,
+            current,
+            &record_fp,
+            record_rules,
+            req.request_json.is_some(),
+        );
+        let Some(json) = req.request_json.as_ref().filter(|_| rejudge) else {
             return Ok(req.fingerprint);
         };
         let rules = match record_rules {
             None => Arc::new(FingerprintRules::default()),
             Some(digest) => self.rule_set(&digest).await?,
         };
-        Ok(match fingerprint_request(json, &rules) {
-            Ok(fp) if fp == record_fp => record_fp,
-            _ => req.fingerprint,
-        })
+        let under_record_rules = fingerprint_request(json, &rules).ok();
+        Ok(judged_fingerprint(
+            req.fingerprint,
+            record_fp,
+            under_record_rules,
+        ))
     }
 
-    async fn rule_set(&self, digest: &[u8; 32]) -> Result<Arc<FingerprintRules>, ApiError> {
+    async fn rule_set(&self, digest: &[u8; 32]) -> Result<Arc<FingerprintRules>, Refusal> {
         if let Some(rules) = self.rule_sets.0.lock().expect("rule sets").get(digest) {
             return Ok(rules.clone());
         }

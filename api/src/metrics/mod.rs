@@ -5,48 +5,15 @@
 //! fixed words (statement names, layers, answer words); no tenant, key or
 //! other caller data ever becomes a label.
 
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Statement {
-    pub statement: &'static str,
-}
+mod labels;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CacheLookup {
-    pub layer: &'static str,
-    pub result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Reason {
-    pub reason: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Status {
-    pub status: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Cause {
-    pub cause: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Kind {
-    pub kind: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Source {
-    pub source: &'static str,
-}
+pub use labels::*;
 
 pub struct Metrics {
     registry: Registry,
@@ -84,6 +51,10 @@ pub struct Metrics {
     pub archive_segments: Gauge,
     pub archive_segment_records: Gauge,
     pub archive_bytes: Gauge,
+    /// Background worker passes, by worker and result (`ok`, `failed`).
+    pub worker_passes: Family<WorkerPass, Counter>,
+    /// How long each worker's passes take.
+    pub worker_pass_seconds: Family<Worker, Histogram, fn() -> Histogram>,
     /// The series a cached replay touches, looked up once here: a family
     /// lookup (lock, hash of the labels) on every call was ~4 % of a cached
     /// replay's CPU. Each shares its value with the family's series.
@@ -165,6 +136,10 @@ impl Metrics {
             archive_segments: Gauge::default(),
             archive_segment_records: Gauge::default(),
             archive_bytes: Gauge::default(),
+            worker_passes: Family::default(),
+            worker_pass_seconds: Family::new_with_constructor(
+                worker_histogram as fn() -> Histogram,
+            ),
             registry: Registry::default(),
             hot,
         };
@@ -293,6 +268,16 @@ impl Metrics {
             "Bytes in live segments",
             m.archive_bytes.clone(),
         );
+        registry.register(
+            "worker_passes",
+            "Background worker passes, by worker and result",
+            m.worker_passes.clone(),
+        );
+        registry.register(
+            "worker_pass_seconds",
+            "How long background worker passes take, by worker",
+            m.worker_pass_seconds.clone(),
+        );
         Self { registry, ..m }
     }
 
@@ -353,6 +338,17 @@ impl Metrics {
         self.archive_reads.get_or_create(&Status { status }).inc();
     }
 
+    /// One pass of a background worker, and how long it took.
+    pub fn worker_pass(&self, worker: &'static str, ok: bool, took: std::time::Duration) {
+        let result = if ok { "ok" } else { "failed" };
+        (self.worker_passes)
+            .get_or_create(&WorkerPass { worker, result })
+            .inc();
+        (self.worker_pass_seconds)
+            .get_or_create(&Worker { worker })
+            .observe(took.as_secs_f64());
+    }
+
     pub fn waiting(&self) -> Waiting<'_> {
         self.claim_waiters.inc();
         Waiting(self)
@@ -378,6 +374,12 @@ impl Drop for Waiting<'_> {
 /// 250 µs to about 4 s, doubling: the same scale as the dashboard's latency.
 fn claim_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_25, 2.0, 15))
+}
+
+/// 1 ms to about 65 s, quadrupling: a pass is a few statements or a
+/// whole backlog.
+fn worker_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 4.0, 9))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use actix_web::web;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// A claim body (request plus envelope) is at most 1 MiB.
 pub const CLAIM_LIMIT: usize = 1024 * 1024;
@@ -21,8 +21,8 @@ pub async fn read_json<T: DeserializeOwned>(
     let bytes = read_object(payload, limit).await?;
     serde_json::from_slice(&bytes).map_err(|e| {
         let code = match e.classify() {
-            serde_json::error::Category::Data => "invalid_body",
-            _ => "invalid_json",
+            serde_json::error::Category::Data => ErrorCode::InvalidBody,
+            _ => ErrorCode::InvalidJson,
         };
         ApiError::bad_request(code, e.to_string())
     })
@@ -35,13 +35,13 @@ pub async fn read_object(payload: web::Payload, limit: usize) -> Result<web::Byt
         Ok(Ok(bytes)) => bytes,
         Ok(Err(_)) => {
             return Err(ApiError::bad_request(
-                "invalid_body",
+                ErrorCode::InvalidBody,
                 "the body could not be read",
             ))
         }
         Err(_) => {
             return Err(ApiError::TooLarge {
-                code: "payload_too_large",
+                code: ErrorCode::PayloadTooLarge,
                 limit,
             })
         }
@@ -49,8 +49,8 @@ pub async fn read_object(payload: web::Payload, limit: usize) -> Result<web::Byt
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         // Serde would read a struct from a JSON array too; we don't.
         let code = match serde_json::from_slice::<Box<serde_json::value::RawValue>>(&bytes) {
-            Ok(_) => "invalid_body",
-            Err(_) => "invalid_json",
+            Ok(_) => ErrorCode::InvalidBody,
+            Err(_) => ErrorCode::InvalidJson,
         };
         return Err(ApiError::bad_request(
             code,

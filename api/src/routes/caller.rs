@@ -1,9 +1,17 @@
-//! The authenticated caller: a verified token turned into a tenant and roles.
+//! The authenticated caller: a verified token turned into a tenant and roles,
+//! checked against the roles the call needs before the handler runs.
+//!
+//! A handler names what it needs in its signature — `Caller<Admin>` for a
+//! class policy, `KeyCaller<Owner>` for an owner's call on a key — and the
+//! extractor refuses everyone else (401 without a valid token, 403 without
+//! a role the call takes) before the handler reads a byte of the body. No
+//! handler can forget a check: without an extractor it has no tenant.
 //!
 //! The tenant comes from the token and nowhere else; every scoped key a
 //! handler builds starts from it.
 
 use std::future::{ready, Ready};
+use std::marker::PhantomData;
 
 use actix_web::dev::Payload;
 use actix_web::http::header::AUTHORIZATION;
@@ -12,20 +20,96 @@ use actix_web::{web, FromRequest, HttpRequest};
 use super::AppState;
 use crate::auth::{Principal, Role};
 use crate::domain::{IdempotencyKey, OperationName, ScopedKey};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
-pub struct Caller(pub Principal);
+/// Which roles may make a call (admin may make every call).
+pub trait Access {
+    const ROLES: &'static [Role];
+}
 
-impl FromRequest for Caller {
+/// The owner's calls and claims: `client`.
+pub enum Owner {}
+/// Reading keys: `client` or `viewer`.
+pub enum Reader {}
+/// Operation-class policies: `admin`.
+pub enum Admin {}
+/// Resolving a quarantined key: `admin`, or `client` with the owner token.
+pub enum Resolver {}
+/// Scraping `/metrics` on the API listener: `metrics`.
+pub enum Scraper {}
+
+impl Access for Owner {
+    const ROLES: &'static [Role] = &[Role::Client];
+}
+impl Access for Reader {
+    const ROLES: &'static [Role] = &[Role::Client, Role::Viewer];
+}
+impl Access for Admin {
+    const ROLES: &'static [Role] = &[Role::Admin];
+}
+impl Access for Resolver {
+    const ROLES: &'static [Role] = &[Role::Admin, Role::Client];
+}
+impl Access for Scraper {
+    const ROLES: &'static [Role] = &[Role::Metrics];
+}
+
+/// A caller whose token carries one of `A`'s roles.
+pub struct Caller<A: Access> {
+    pub principal: Principal,
+    access: PhantomData<A>,
+}
+
+impl<A: Access> FromRequest for Caller<A> {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authenticate(req))
+        ready(authorize(req))
     }
 }
 
-fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
+/// A [`Caller`] of a `/v1/keys/{operation}/{key}/…` route, with the path's
+/// scoped key under the caller's tenant.
+pub struct KeyCaller<A: Access> {
+    pub caller: Caller<A>,
+    pub key: ScopedKey,
+}
+
+impl<A: Access> FromRequest for KeyCaller<A> {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(authorize(req).and_then(|caller: Caller<A>| {
+            // Decoded as `web::Path` decodes: percent-escapes included.
+            let path: KeyPath = req.match_info().load().map_err(|e| {
+                ApiError::bad_request(ErrorCode::InvalidKey, format!("the path: {e}"))
+            })?;
+            let key = caller.scoped(&path.operation, &path.key)?;
+            Ok(Self { caller, key })
+        }))
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct KeyPath {
+    operation: String,
+    key: String,
+}
+
+fn authorize<A: Access>(req: &HttpRequest) -> Result<Caller<A>, ApiError> {
+    let principal = authenticate(req)?;
+    if !principal.can(A::ROLES) {
+        return Err(ApiError::Forbidden);
+    }
+    Ok(Caller {
+        principal,
+        access: PhantomData,
+    })
+}
+
+fn authenticate(req: &HttpRequest) -> Result<Principal, ApiError> {
     let state = req
         .app_data::<web::Data<AppState>>()
         .expect("AppState is registered");
@@ -49,28 +133,24 @@ fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
             ApiError::RateLimited { retry_after: wait }
         })?;
     }
-    Ok(Caller(principal))
+    Ok(principal)
 }
 
-impl Caller {
-    /// Allows the call if the token carries any of `roles` (admin carries all).
-    pub fn require(&self, roles: &[Role]) -> Result<(), ApiError> {
-        if self.0.can(roles) {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden)
-        }
+impl<A: Access> Caller<A> {
+    /// Whether the token also carries `role` (admin carries all).
+    pub fn has(&self, role: Role) -> bool {
+        self.principal.can(&[role])
     }
 
     /// The scoped key of a `/keys/{operation}/{key}` path, under this caller's
     /// tenant.
-    pub fn scoped(&self, operation: &str, key: &str) -> Result<ScopedKey, ApiError> {
+    fn scoped(&self, operation: &str, key: &str) -> Result<ScopedKey, ApiError> {
         Ok(ScopedKey {
-            tenant: self.0.tenant.clone(),
+            tenant: self.principal.tenant.clone(),
             operation: OperationName::parse(operation)
-                .map_err(|e| ApiError::bad_request("invalid_operation", e.to_string()))?,
+                .map_err(|e| ApiError::bad_request(ErrorCode::InvalidOperation, e.to_string()))?,
             key: IdempotencyKey::parse(key)
-                .map_err(|e| ApiError::bad_request("invalid_key", e.to_string()))?,
+                .map_err(|e| ApiError::bad_request(ErrorCode::InvalidKey, e.to_string()))?,
         })
     }
 }

@@ -6,66 +6,63 @@
 use actix_web::{web, HttpResponse};
 
 use super::body::{read_object, SMALL_LIMIT};
-use super::caller::Caller;
+use super::caller::{Admin, Caller};
 use super::AppState;
-use crate::auth::Role;
 use crate::domain::policy::document::{PolicyDocument, PolicyJsonError};
 use crate::domain::{OperationName, Policy};
 use crate::engine::OperationClass;
-use crate::error::ApiError;
-
-const ADMIN: &[Role] = &[Role::Admin];
+use crate::error::{ApiError, ErrorCode};
 
 type ClassPath = web::Path<String>;
 
 pub async fn get(
     state: web::Data<AppState>,
-    caller: Caller,
+    caller: Caller<Admin>,
     path: ClassPath,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(ADMIN)?;
     let op = operation(&path)?;
-    let class = state.engine.operation_class(&caller.0.tenant, &op).await?;
+    let class = state
+        .engine
+        .operation_class(&caller.principal.tenant, &op)
+        .await?;
     Ok(class_response(&class))
 }
 
 pub async fn put(
     state: web::Data<AppState>,
-    caller: Caller,
+    caller: Caller<Admin>,
     path: ClassPath,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(ADMIN)?;
     let op = operation(&path)?;
     let body = read_object(payload, SMALL_LIMIT).await?;
     let policy = Policy::from_json(&body).map_err(|e| match e {
-        PolicyJsonError::Syntax(why) => ApiError::bad_request("invalid_json", why),
-        PolicyJsonError::Invalid(e) => ApiError::bad_request("invalid_policy", e.message),
+        PolicyJsonError::Syntax(why) => ApiError::bad_request(ErrorCode::InvalidJson, why),
+        PolicyJsonError::Invalid(e) => ApiError::bad_request(ErrorCode::InvalidPolicy, e.message),
     })?;
     let class = state
         .engine
-        .set_operation_class(&caller.0.tenant, &op, &policy)
+        .set_operation_class(&caller.principal.tenant, &op, &policy)
         .await?;
     Ok(class_response(&class))
 }
 
 pub async fn delete(
     state: web::Data<AppState>,
-    caller: Caller,
+    caller: Caller<Admin>,
     path: ClassPath,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(ADMIN)?;
     let op = operation(&path)?;
     let class = state
         .engine
-        .reset_operation_class(&caller.0.tenant, &op)
+        .reset_operation_class(&caller.principal.tenant, &op)
         .await?;
     Ok(class_response(&class))
 }
 
 fn operation(path: &str) -> Result<OperationName, ApiError> {
     OperationName::parse(path)
-        .map_err(|e| ApiError::bad_request("invalid_operation", e.to_string()))
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidOperation, e.to_string()))
 }
 
 fn class_response(class: &OperationClass) -> HttpResponse {

@@ -4,6 +4,7 @@
 use actix_web::{web, HttpResponse};
 
 use super::AppState;
+use crate::engine::Refusal;
 use crate::error::ApiError;
 
 pub async fn healthz() -> HttpResponse {
@@ -20,7 +21,7 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         Ok(answer) => answer?,
         Err(_) => {
             tracing::warn!("the database did not answer /readyz's ping in {READY_WITHIN:?}");
-            return Err(ApiError::Unavailable);
+            return Err(Refusal::Unavailable.into());
         }
     }
     Ok(HttpResponse::Ok().json(serde_json::json!({"status": "ready"})))

@@ -7,26 +7,21 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::body::{read_json, CLAIM_LIMIT, OUTCOME_LIMIT, SMALL_LIMIT};
-use super::caller::Caller;
+use super::caller::{KeyCaller, Owner, Reader};
 use std::collections::BTreeMap;
 
 use super::view::{
     self, rfc3339, with_outcome, OwnedView, PreviousAttempt, RecordView, ReplayView, StepView,
 };
 use super::AppState;
-use crate::auth::Role;
 use crate::domain::fingerprint::FingerprintError;
 use crate::domain::outcome::OutcomeError;
+use crate::domain::policy::LeaseOutOfRange;
 use crate::domain::usage::UsageEvent;
 use crate::domain::{Fingerprint, Outcome, ScopedKey};
 use crate::engine::{ClaimAnswer, ClaimRequest, OwnerCall};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::store::KeyRecord;
-
-type KeyPath = web::Path<(String, String)>;
-
-const OWNER_ROLES: &[Role] = &[Role::Client];
-const READ_ROLES: &[Role] = &[Role::Client, Role::Viewer];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,15 +34,14 @@ struct ClaimBody {
 
 pub async fn claim(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: KeyPath,
+    KeyCaller { key: k, .. }: KeyCaller<Owner>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let started = std::time::Instant::now();
-    let answer = answer_claim(&state, caller, path, payload).await;
+    let answer = answer_claim(&state, k, payload).await;
     let word = match &answer {
         Ok((word, _)) => word,
-        Err(e) => e.code(),
+        Err(e) => e.code().as_str(),
     };
     state.engine.metrics.claim_answered(word, started.elapsed());
     answer.map(|(_, response)| response)
@@ -56,12 +50,9 @@ pub async fn claim(
 /// The claim's answer and its `status` word.
 async fn answer_claim(
     state: &AppState,
-    caller: Caller,
-    path: KeyPath,
+    k: ScopedKey,
     payload: web::Payload,
 ) -> Result<(&'static str, HttpResponse), ApiError> {
-    caller.require(OWNER_ROLES)?;
-    let k = caller.scoped(&path.0, &path.1)?;
     let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
     let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let rules_digest = policy.fingerprint.digest();
@@ -72,7 +63,7 @@ async fn answer_claim(
         (None, Some(hex)) => Fingerprint::parse_hex(hex),
         _ => {
             return Err(ApiError::bad_request(
-                "invalid_body",
+                ErrorCode::InvalidBody,
                 "send exactly one of `request` and `fingerprint`",
             ))
         }
@@ -82,14 +73,14 @@ async fn answer_claim(
         fingerprint,
         rules_digest,
         request_json: body.request.as_ref().map(|r| r.get().to_owned()),
-        lease_ms: body.lease_ms,
+        lease: policy.lease_for(body.lease_ms).map_err(lease_error)?,
         wait_ms: body.wait_ms,
     };
     let started = std::time::Instant::now();
     let answer = state.engine.claim(&k, &policy, &request).await;
     state.usage.claim(&k, &answer, started.elapsed());
     let answer = answer?;
-    let effect_id = || state.engine.secret.effect_id(&k);
+    let effect_id = || state.engine.effect_id(&k);
     Ok(match answer {
         ClaimAnswer::Claimed { record, token } => {
             let effect_id = effect_id();
@@ -109,7 +100,7 @@ async fn answer_claim(
                 claimed_at: rfc3339(previous.claimed_at),
                 lease_expires_at: rfc3339(previous.lease_expires_at),
             };
-            let steps = view::steps(&state.engine.secret, &k, &record.steps);
+            let steps = view::steps(&state.engine, &k, &record.steps);
             let effect_id = effect_id();
             let view = owned(
                 "recovering",
@@ -162,17 +153,24 @@ fn owned<'a>(
     }
 }
 
+fn lease_error(e: LeaseOutOfRange) -> ApiError {
+    ApiError::bad_request(
+        ErrorCode::InvalidLease,
+        format!("lease_ms must be 1000-{}", e.max_ms),
+    )
+}
+
 fn fingerprint_error(e: FingerprintError) -> ApiError {
     match e {
         FingerprintError::InvalidHex => ApiError::bad_request(
-            "invalid_fingerprint",
+            ErrorCode::InvalidFingerprint,
             "fingerprint must be 64 lowercase hex characters",
         ),
         FingerprintError::NumberOutOfRange(n) => ApiError::bad_request(
-            "number_out_of_range",
+            ErrorCode::NumberOutOfRange,
             format!("the number {n} cannot be represented exactly as an IEEE double; send it as a string"),
         ),
-        other => ApiError::bad_request("invalid_request", other.to_string()),
+        other => ApiError::bad_request(ErrorCode::InvalidRequest, other.to_string()),
     }
 }
 
@@ -185,12 +183,9 @@ struct CompleteBody {
 
 pub async fn complete(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: KeyPath,
+    KeyCaller { key: k, .. }: KeyCaller<Owner>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OWNER_ROLES)?;
-    let k = caller.scoped(&path.0, &path.1)?;
     let body: CompleteBody = read_json(payload, OUTCOME_LIMIT).await?;
     let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let outcome = Outcome::parse(&body.outcome, policy.max_outcome_bytes).map_err(outcome_error)?;
@@ -210,24 +205,16 @@ struct HeartbeatBody {
 
 pub async fn heartbeat(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: KeyPath,
+    KeyCaller { key: k, .. }: KeyCaller<Owner>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OWNER_ROLES)?;
-    let k = caller.scoped(&path.0, &path.1)?;
     let body: HeartbeatBody = read_json(payload, SMALL_LIMIT).await?;
     let policy = state.engine.policy(&k.tenant, &k.operation).await?;
     let lease = body
         .lease_ms
         .map(|ms| policy.lease_for(Some(ms)))
         .transpose()
-        .map_err(|e| {
-            ApiError::bad_request(
-                "invalid_lease",
-                format!("lease_ms must be 1000-{}", e.max_ms),
-            )
-        })?;
+        .map_err(lease_error)?;
     let call = OwnerCall {
         token: &body.owner_token,
     };
@@ -243,12 +230,9 @@ struct ReleaseBody {
 
 pub async fn release(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: KeyPath,
+    KeyCaller { key: k, .. }: KeyCaller<Owner>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OWNER_ROLES)?;
-    let k = caller.scoped(&path.0, &path.1)?;
     let body: ReleaseBody = read_json(payload, SMALL_LIMIT).await?;
     let call = OwnerCall {
         token: &body.owner_token,
@@ -265,27 +249,24 @@ pub(super) fn released() -> HttpResponse {
 pub(super) fn outcome_error(e: OutcomeError) -> ApiError {
     match e {
         OutcomeError::TooLarge { limit } => ApiError::TooLarge {
-            code: "outcome_too_large",
+            code: ErrorCode::OutcomeTooLarge,
             limit,
         },
-        OutcomeError::Invalid(why) => ApiError::bad_request("invalid_outcome", why),
+        OutcomeError::Invalid(why) => ApiError::bad_request(ErrorCode::InvalidOutcome, why),
     }
 }
 
 pub async fn lookup(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: KeyPath,
+    KeyCaller { key: k, .. }: KeyCaller<Reader>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(READ_ROLES)?;
-    let k = caller.scoped(&path.0, &path.1)?;
     let record = state.engine.lookup(&k).await?;
     Ok(record_response(&state, &k, &record))
 }
 
 pub(super) fn record_response(state: &AppState, k: &ScopedKey, record: &KeyRecord) -> HttpResponse {
-    let effect_id = state.engine.secret.effect_id(k);
-    let view = RecordView::new(k, record, &state.engine.secret, &effect_id);
+    let effect_id = state.engine.effect_id(k);
+    let view = RecordView::new(k, record, &state.engine, &effect_id);
     json(
         StatusCode::OK,
         with_outcome(&view, record.outcome.as_deref()),

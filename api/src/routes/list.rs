@@ -11,13 +11,12 @@ use base64::Engine as _;
 use chrono::{DateTime, Datelike};
 use serde::{Deserialize, Serialize};
 
-use super::caller::Caller;
+use super::caller::{Caller, Reader};
 use super::view::rfc3339;
 use super::AppState;
-use crate::auth::Role;
 use crate::domain::duration::parse_duration;
 use crate::domain::{OperationName, ScopedKey};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::store::{KeyRecord, ListCursor, ListQuery, ListState};
 
 const DEFAULT_LIMIT: u32 = 50;
@@ -59,12 +58,11 @@ struct Page<'a> {
 
 pub async fn list(
     state: web::Data<AppState>,
-    caller: Caller,
+    caller: Caller<Reader>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Client, Role::Viewer])?;
     let query = parse(req.query_string())?;
-    let rows = state.engine.list(&caller.0.tenant, &query).await?;
+    let rows = state.engine.list(&caller.principal.tenant, &query).await?;
     let next_cursor = (rows.len() == query.limit as usize)
         .then(|| rows.last().map(|(k, r)| encode_cursor(k, r)))
         .flatten();
@@ -78,7 +76,7 @@ fn item<'a>(state: &AppState, k: &'a ScopedKey, r: &'a KeyRecord) -> Item<'a> {
         key: k.key.as_str(),
         state: r.state.as_str(),
         attempt: r.attempt,
-        effect_id: state.engine.secret.effect_id(k),
+        effect_id: state.engine.effect_id(k),
         created_at: rfc3339(r.created_at),
         claimed_at: rfc3339(r.claimed_at),
         lease_expires_at: (r.state == crate::domain::RecordState::InProgress)
@@ -90,7 +88,7 @@ fn item<'a>(state: &AppState, k: &'a ScopedKey, r: &'a KeyRecord) -> Item<'a> {
 }
 
 fn invalid(detail: impl Into<String>) -> ApiError {
-    ApiError::bad_request("invalid_query", detail)
+    ApiError::bad_request(ErrorCode::InvalidQuery, detail)
 }
 
 fn parse(query: &str) -> Result<ListQuery, ApiError> {

@@ -13,15 +13,17 @@
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 
-use super::{AppState, Caller};
-use crate::auth::Role;
+use super::caller::{Caller, Scraper};
+use super::AppState;
 use crate::error::ApiError;
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// `/metrics` on the API listener: for tokens with the `metrics` role.
-pub async fn scrape(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Metrics])?;
+pub async fn scrape(
+    _: Caller<Scraper>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     Ok(exposition(&state))
 }
 

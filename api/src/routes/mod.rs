@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use actix_web::web;
 
-pub use caller::Caller;
+pub use caller::{Access, Admin, Caller, KeyCaller, Owner, Reader, Scraper};
 
 use crate::auth::Verifier;
 use crate::engine::Engine;

@@ -6,17 +6,23 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::body::{read_json, OUTCOME_LIMIT, SMALL_LIMIT};
-use super::caller::Caller;
+use super::caller::{self, KeyCaller, Owner};
 use super::keys::{outcome_error, record_response, released};
 use super::AppState;
 use crate::auth::Role;
 use crate::domain::usage::UsageEvent;
 use crate::domain::{OperationName, Outcome};
 use crate::engine::OwnerCall;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::store::Resolver;
 
 const REF_LIMIT: usize = 1024;
+
+/// The step's segment of `…/steps/{step}` (the key's are the extractor's).
+#[derive(Deserialize)]
+pub struct StepPath {
+    step: String,
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,21 +33,21 @@ struct StepBody {
 
 pub async fn record_step(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: web::Path<(String, String, String)>,
+    KeyCaller { key: k, .. }: KeyCaller<Owner>,
+    path: web::Path<StepPath>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Client])?;
-    let (operation, key, step) = path.into_inner();
-    let k = caller.scoped(&operation, &key)?;
     // Step names follow the operation-name pattern.
-    let step = OperationName::parse(&step).map_err(|_| {
-        ApiError::bad_request("invalid_step", "step must match [a-z0-9][a-z0-9._-]{0,63}")
+    let step = OperationName::parse(&path.step).map_err(|_| {
+        ApiError::bad_request(
+            ErrorCode::InvalidStep,
+            "step must match [a-z0-9][a-z0-9._-]{0,63}",
+        )
     })?;
     let body: StepBody = read_json(payload, SMALL_LIMIT).await?;
     if body.provider_ref.is_empty() || body.provider_ref.len() > REF_LIMIT {
         return Err(ApiError::bad_request(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             "provider_ref must be 1-1024 bytes",
         ));
     }
@@ -64,16 +70,13 @@ struct QuarantineBody {
 
 pub async fn quarantine(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: web::Path<(String, String)>,
+    KeyCaller { key: k, .. }: KeyCaller<Owner>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Client])?;
-    let k = caller.scoped(&path.0, &path.1)?;
     let body: QuarantineBody = read_json(payload, SMALL_LIMIT).await?;
     if body.reason.is_empty() || body.reason.len() > REF_LIMIT {
         return Err(ApiError::bad_request(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             "reason must be 1-1024 bytes",
         ));
     }
@@ -96,19 +99,16 @@ struct ResolveBody {
 
 pub async fn resolve(
     state: web::Data<AppState>,
-    caller: Caller,
-    path: web::Path<(String, String)>,
+    // The role before the body: a caller who may not resolve at all is
+    // refused by the extractor before up to 8 MiB of body is read.
+    KeyCaller { caller, key: k }: KeyCaller<caller::Resolver>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    // The role before the body: a caller who may not resolve at all is
-    // refused before up to 8 MiB of body is read.
-    caller.require(&[Role::Admin, Role::Client])?;
-    let k = caller.scoped(&path.0, &path.1)?;
     let body: ResolveBody = read_json(payload, OUTCOME_LIMIT).await?;
     let by = resolver(&caller, body.owner_token.as_deref())?;
     if body.reason.as_ref().is_some_and(|r| r.len() > REF_LIMIT) {
         return Err(ApiError::bad_request(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             "reason must be at most 1024 bytes",
         ));
     }
@@ -129,7 +129,7 @@ pub async fn resolve(
             Ok(released())
         }
         _ => Err(ApiError::bad_request(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             "send either an `outcome` or `\"release\": true`",
         )),
     }
@@ -137,22 +137,25 @@ pub async fn resolve(
 
 /// An admin resolves any quarantined key of its tenant; otherwise a client
 /// must present the owner token of the attempt that holds the key.
-fn resolver(caller: &Caller, owner_token: Option<&str>) -> Result<Resolver, ApiError> {
-    let subject = caller.0.subject.as_deref();
+fn resolver(
+    caller: &caller::Caller<caller::Resolver>,
+    owner_token: Option<&str>,
+) -> Result<Resolver, ApiError> {
+    let subject = caller.principal.subject.as_deref();
     let named = |role: &str| match subject {
         Some(sub) => format!("{role}:{sub}"),
         None => role.to_owned(),
     };
-    if caller.0.roles.has(Role::Admin) {
+    if caller.has(Role::Admin) {
         return Ok(Resolver {
             owner: None,
             actor: named("admin"),
         });
     }
-    caller.require(&[Role::Client])?;
+    // Not an admin, so a client (the extractor let nobody else in).
     let token = owner_token.ok_or_else(|| {
         ApiError::bad_request(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             "owner_token is required unless the caller is an admin",
         )
     })?;

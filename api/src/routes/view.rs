@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::domain::{EffectSecret, RecordState, ScopedKey};
+use crate::domain::{RecordState, ScopedKey};
+use crate::engine::Engine;
 use crate::store::KeyRecord;
 
 pub use crate::domain::time::rfc3339;
@@ -54,25 +55,20 @@ pub struct StepView {
 }
 
 /// The record's steps with each step's own effect id.
-pub fn steps(secret: &EffectSecret, k: &ScopedKey, steps_json: &str) -> BTreeMap<String, StepView> {
+pub fn steps(engine: &Engine, k: &ScopedKey, steps_json: &str) -> BTreeMap<String, StepView> {
     let mut steps: BTreeMap<String, StepView> =
         serde_json::from_str(steps_json).unwrap_or_else(|e| {
             tracing::error!(error = %e, "unreadable steps column");
             BTreeMap::new()
         });
     for (name, step) in &mut steps {
-        step.effect_id = secret.step_effect_id(k, name);
+        step.effect_id = engine.step_effect_id(k, name);
     }
     steps
 }
 
 impl<'a> RecordView<'a> {
-    pub fn new(
-        k: &'a ScopedKey,
-        r: &'a KeyRecord,
-        secret: &EffectSecret,
-        effect_id: &'a str,
-    ) -> Self {
+    pub fn new(k: &'a ScopedKey, r: &'a KeyRecord, engine: &Engine, effect_id: &'a str) -> Self {
         Self {
             operation: k.operation.as_str(),
             key: k.key.as_str(),
@@ -92,7 +88,7 @@ impl<'a> RecordView<'a> {
             completed_at: opt_rfc3339(r.completed_at),
             quarantine_reason: r.quarantine_reason.as_deref(),
             expires_at: rfc3339(r.protected_until()),
-            steps: steps(secret, k, &r.steps),
+            steps: steps(engine, k, &r.steps),
             history: serde_json::from_str(&r.history).unwrap_or(Value::Null),
         }
     }

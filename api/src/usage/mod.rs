@@ -24,11 +24,10 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
 use crate::domain::usage::{UsageCounts, UsageEvent};
 use crate::domain::{OperationName, ScopedKey, TenantId};
-use crate::engine::ClaimAnswer;
-use crate::error::ApiError;
+use crate::engine::{ClaimAnswer, Refusal};
 use crate::store::{Store, StoreResult, UsageMinute};
 
-pub use flusher::FLUSH_EVERY;
+pub use flusher::{FLUSH_EVERY, PRUNE_EVERY};
 
 /// Minutes kept in memory while the database cannot take them; past this the
 /// oldest are dropped (and logged) rather than growing without bound.
@@ -69,15 +68,15 @@ impl Usage {
     /// Counts what one claim call came to, and how long the engine took to
     /// answer it (including any bounded wait the caller asked for). Answers
     /// that are not usage (bad input, store errors) are not counted.
-    pub fn claim(&self, k: &ScopedKey, answer: &Result<ClaimAnswer, ApiError>, latency: Duration) {
+    pub fn claim(&self, k: &ScopedKey, answer: &Result<ClaimAnswer, Refusal>, latency: Duration) {
         let event = match answer {
             Ok(ClaimAnswer::Claimed { .. }) => UsageEvent::Claimed,
             Ok(ClaimAnswer::Completed { .. }) => UsageEvent::Replayed,
             Ok(ClaimAnswer::Recovering { .. }) => UsageEvent::TakenOver,
-            Err(ApiError::KeyReused) => UsageEvent::KeyReused,
-            Err(ApiError::InProgress { .. }) => UsageEvent::InProgress,
+            Err(Refusal::KeyReused) => UsageEvent::KeyReused,
+            Err(Refusal::InProgress(_)) => UsageEvent::InProgress,
             // Answered by the engine, but not one of the counted kinds.
-            Err(ApiError::Quarantined) => return self.update(k, |c| c.time(latency)),
+            Err(Refusal::Quarantined) => return self.update(k, |c| c.time(latency)),
             Err(_) => return,
         };
         self.update(k, |c| {

@@ -62,16 +62,11 @@ pub async fn page(
     session: Session,
     query: web::Query<ClassesQuery>,
 ) -> Result<HttpResponse, PageError> {
-    let store = &state.engine.store;
+    let engine = &state.engine;
     let week_ago = Utc::now() - Duration::from_secs(7 * 86400);
-    let used = store
-        .usage_series(&session.tenant, week_ago, Duration::from_secs(7 * 86400))
-        .await
-        .map_err(|_| PageError::Unavailable)?;
-    let hot = store
-        .hot_counts(&session.tenant)
-        .await
-        .map_err(|_| PageError::Unavailable)?;
+    let used =
+        (engine.usage_series(&session.tenant, week_ago, Duration::from_secs(7 * 86400))).await?;
+    let hot = engine.hot_counts(&session.tenant).await?;
     // Read from the store, not the node's policy cache: an admin who just
     // saved a policy sees it here at once.
     let stored: BTreeMap<String, _> = state

@@ -148,12 +148,7 @@ pub async fn list(
     found.truncate(SHOWN as usize);
     let rows = found.iter().map(|(k, r)| row(k, r)).collect();
 
-    let hot = state
-        .engine
-        .store
-        .hot_counts(&session.tenant)
-        .await
-        .map_err(|_| PageError::Unavailable)?;
+    let hot = state.engine.hot_counts(&session.tenant).await?;
     let count = |s: HotState| -> i64 {
         hot.iter()
             .filter(|h| h.state == s)
@@ -354,7 +349,7 @@ pub fn key_page(
     let row = row(k, r);
     let mut fields = vec![
         ("Attempt", r.attempt.to_string()),
-        ("Effect id", state.engine.secret.effect_id(k)),
+        ("Effect id", state.engine.effect_id(k)),
         ("Fingerprint", r.fingerprint.to_hex()),
         (
             "First claimed",
@@ -388,7 +383,7 @@ pub fn key_page(
         None => "hot (in the database)".to_owned(),
     };
     fields.push(("Tier", tier));
-    let steps = view::steps(&state.engine.secret, k, &r.steps)
+    let steps = view::steps(&state.engine, k, &r.steps)
         .into_iter()
         .map(|(name, s)| StepRow {
             name,

@@ -99,16 +99,10 @@ pub async fn page(
     let now = Utc::now().timestamp();
     let first =
         DateTime::from_timestamp((now / secs - (bars - 1)) * secs, 0).expect("a time in range");
-    let store = &state.engine.store;
+    let engine = &state.engine;
     let bucket = std::time::Duration::from_secs(secs as u64);
-    let series = store
-        .usage_series(&session.tenant, first, bucket)
-        .await
-        .map_err(|_| PageError::Unavailable)?;
-    let hot = store
-        .hot_counts(&session.tenant)
-        .await
-        .map_err(|_| PageError::Unavailable)?;
+    let series = engine.usage_series(&session.tenant, first, bucket).await?;
+    let hot = engine.hot_counts(&session.tenant).await?;
 
     let mut by_class: BTreeMap<&str, BTreeMap<i64, UsageCounts>> = BTreeMap::new();
     for row in &series {

@@ -11,7 +11,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use idemkey_api::domain::outcome::OutcomeError;
 use idemkey_api::domain::usage::UsageEvent;
 use idemkey_api::domain::Outcome;
-use idemkey_api::error::ApiError;
+use idemkey_api::engine::Refusal;
 use idemkey_api::routes::AppState;
 use idemkey_api::store::Resolver;
 use serde::Deserialize;
@@ -133,13 +133,24 @@ async fn parse_outcome(
 }
 
 /// A refusal the form should explain, or an error page for anything else.
-fn refusal(e: ApiError) -> Result<String, PageError> {
+fn refusal(e: Refusal) -> Result<String, PageError> {
     match e {
-        ApiError::AlreadyCompleted => Ok("The key was already completed with a different outcome; its stored outcome never changes.".into()),
-        ApiError::Conflict { title, .. } => Ok(format!("{title}.")),
-        ApiError::Quarantined | ApiError::LeaseLost => {
+        Refusal::AlreadyCompleted => Ok("The key was already completed with a different outcome; its stored outcome never changes.".into()),
+        e @ (Refusal::StepConflict | Refusal::TooManySteps | Refusal::NotResolvable) => {
+            Ok(format!("{}.", capitalised(&e.to_string())))
+        }
+        Refusal::Quarantined | Refusal::LeaseLost => {
             Ok("The key changed while you were looking at it. Reload and try again.".into())
         }
         other => Err(other.into()),
     }
+}
+
+/// `text` with its first letter in upper case.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }

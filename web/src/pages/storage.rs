@@ -54,12 +54,7 @@ pub async fn page(
     state: web::Data<AppState>,
     session: Session,
 ) -> Result<HttpResponse, PageError> {
-    let hot = state
-        .engine
-        .store
-        .hot_counts(&session.tenant)
-        .await
-        .map_err(|_| PageError::Unavailable)?;
+    let hot = state.engine.hot_counts(&session.tenant).await?;
     const COLUMNS: usize = HotState::ALL.len();
     let column_of = |state: HotState| HotState::ALL.iter().position(|s| *s == state);
     let mut by_class: BTreeMap<&str, [i64; COLUMNS]> = BTreeMap::new();

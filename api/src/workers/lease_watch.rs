@@ -1,5 +1,5 @@
-//! The lease watch: a background task on every node (unless
-//! `IDEMKEY_WORKERS=off`) that wakes every `IDEMKEY_WORKER_INTERVAL`,
+//! The lease watch: a worker on every node (unless `IDEMKEY_WORKERS=off`)
+//! that wakes every `IDEMKEY_WORKER_INTERVAL`,
 //!
 //! - counts stuck keys — in progress, lease expired, quarantined — and their
 //!   oldest age, for `/metrics`;
@@ -12,28 +12,11 @@
 //! with the lease still expired), so two nodes visiting one key change it
 //! once. Each wake visits a bounded batch, oldest lease first.
 
-use std::time::Duration;
-
-use tokio::task::JoinHandle;
-
 use crate::domain::policy::LeaseExpiry;
 use crate::engine::Engine;
 
 /// Expired leases visited per wake.
 const BATCH: u32 = 200;
-
-pub fn spawn(engine: Engine, every: Duration) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            if let Err(e) = watch_once(&engine).await {
-                tracing::warn!(error = %e, "lease watch could not run; will retry");
-            }
-        }
-    })
-}
 
 /// One pass: count, then quarantine what the policies say to.
 #[tracing::instrument(skip_all)]

@@ -1,7 +1,7 @@
 //! The archive worker: tiering, then cleanup, on every node every
-//! `IDEMKEY_WORKER_INTERVAL` (unless `IDEMKEY_WORKERS=off`). SPEC sections
-//! 6 and 7; the store's half, and why a crash at any point is harmless, is
-//! described in `crate::store` (module `tiering`).
+//! `IDEMKEY_WORKER_INTERVAL` (unless `IDEMKEY_WORKERS=off`). The store's
+//! half, and why a crash at any point is harmless, is described in
+//! `crate::store` (module `tiering`).
 //!
 //! **Tiering.** Completed records past their hot retention are taken in
 //! batches (at most [`BATCH_RECORDS`] records and about
@@ -18,10 +18,6 @@
 //! wake rather than a batch per interval. Failures are logged and retried at
 //! the next wake; they never make a key look new (a row loses its outcome
 //! only in the transaction that routes it to a verified copy).
-
-use std::time::Duration;
-
-use tokio::task::JoinHandle;
 
 use crate::archive::segment::{SegmentEntry, SegmentWriter};
 use crate::archive::SegmentName;
@@ -66,21 +62,6 @@ pub struct Pass {
     pub segments_written: u64,
     pub cleaned: u64,
     pub segments_deleted: u64,
-}
-
-pub fn spawn(engine: Engine, every: Duration, failpoint: Failpoint) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            match run_once(&engine, &failpoint).await {
-                Ok(pass) if pass != Pass::default() => tracing::info!(?pass, "archive worker"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "archive worker could not finish; will retry"),
-            }
-        }
-    })
 }
 
 /// One wake: tier what is due, clean up what expired, report the lag.
