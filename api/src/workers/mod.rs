@@ -48,7 +48,7 @@ impl Workers {
             move || {
                 let usage = flushed.clone();
                 flushes = flushes.wrapping_add(1);
-                let prune = flushes % PRUNE_EVERY == 0;
+                let prune = flushes.is_multiple_of(PRUNE_EVERY);
                 async move {
                     usage.flush().await?;
                     if prune {
