@@ -5,6 +5,7 @@
 //! ratio to its limit beside throughput, latency percentiles, server CPU time
 //! per operation and peak RSS.
 //!
+//! `in_app` is the anchor: the seeds' in-app SQL a team would write instead.
 //! `main.rs` is glue; `suite` runs measurements by name; `measure` has one
 //! function per measurement (`workers` those of the archive worker); `steady`, `storm` and `idle` are the load
 //! shapes; `sql` generates the pgbench scripts; the rest is plumbing
@@ -16,6 +17,7 @@ pub mod db;
 pub mod hist;
 pub mod http;
 pub mod idle;
+pub mod in_app;
 pub mod load;
 pub mod measure;
 pub mod pgbench;

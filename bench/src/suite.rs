@@ -15,7 +15,7 @@ use crate::targets::{judge, ratio, reads_per_window, Bound, TargetResult};
 use crate::{db, svg};
 
 /// Every measurement, in the order a full run takes them.
-pub const ALL: [(&str, &str); 12] = [
+pub const ALL: [(&str, &str); 14] = [
     (
         "limit-http",
         "HTTP limit: GET /healthz through the same load generator",
@@ -29,6 +29,14 @@ pub const ALL: [(&str, &str); 12] = [
         "pgbench: the service's FIND (in-house table lookup)",
     ),
     ("limit-db-mixed", "pgbench: 80 % claim+complete / 20 % FIND"),
+    (
+        "limit-app-new-keys",
+        "pgbench: the in-app SQL a team would write (insert on conflict + update, own table)",
+    ),
+    (
+        "limit-app-mixed",
+        "pgbench: the in-app SQL, 80 % new keys / 20 % select by key",
+    ),
     ("new-keys", "(1) claim → complete on fresh keys"),
     (
         "replay",
@@ -127,6 +135,14 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
                 let f = measure::limit_db(&ctx, DbLimit::Mixed);
                 measure::or_failed(name, title, kind, f).await
             }
+            "limit-app-new-keys" => {
+                let f = measure::limit_db(&ctx, DbLimit::AppNewKeys);
+                measure::or_failed(name, title, kind, f).await
+            }
+            "limit-app-mixed" => {
+                let f = measure::limit_db(&ctx, DbLimit::AppMixed);
+                measure::or_failed(name, title, kind, f).await
+            }
             "new-keys" => {
                 measure::or_failed(name, title, kind, measure::new_keys(&ctx, None)).await
             }
@@ -204,6 +220,18 @@ pub fn evaluate(ms: &[Measurement], args: &Args) -> Vec<TargetResult> {
         " (no cache in this build)"
     };
     let mut t = vec![
+        judge(
+            "new keys / in-app SQL (the seeds' two statements, own table)",
+            Bound::AtLeast(1.0),
+            "×",
+            ratio_of(ms, "new-keys", "limit-app-new-keys"),
+        ),
+        judge(
+            "80/20 mix / in-app SQL mix",
+            Bound::AtLeast(1.0),
+            "×",
+            ratio_of(ms, "mixed", "limit-app-mixed"),
+        ),
         judge(
             "new keys / DB limit (pgbench claim+complete tps)",
             Bound::AtLeast(0.7),
@@ -339,17 +367,20 @@ mod tests {
             m("limit-http", 10000.0, None),
             m("replay", 8000.0, None),
             m("limit-db-find", 3000.0, None),
+            m("limit-app-new-keys", 1200.0, None),
         ];
         let mut idle = m("idle-connections", 0.0, None);
         idle.peak_rss_mib = Some(40.0);
         ms.push(idle);
         let t = evaluate(&ms, &args);
-        assert_eq!(t[0].verdict, Verdict::Fail); // 0.6 < 0.7
-        assert_eq!(t[1].verdict, Verdict::Pass); // 0.8 ≥ 0.7
-        assert_eq!(t[2].verdict, Verdict::Pass); // 2.67 ≥ 2
-        assert!(matches!(t[3].verdict, Verdict::NotMeasured(_)));
-        assert!(matches!(t[4].verdict, Verdict::NotMeasured(_)));
-        assert_eq!(t[5].verdict, Verdict::Pass);
+        assert_eq!(t[0].verdict, Verdict::Fail); // 0.5 < 1.0 of the in-app SQL
+        assert!(matches!(t[1].verdict, Verdict::NotMeasured(_))); // no mix ran
+        assert_eq!(t[2].verdict, Verdict::Fail); // 0.6 < 0.7
+        assert_eq!(t[3].verdict, Verdict::Pass); // 0.8 ≥ 0.7
+        assert_eq!(t[4].verdict, Verdict::Pass); // 2.67 ≥ 2
+        assert!(matches!(t[5].verdict, Verdict::NotMeasured(_)));
+        assert!(matches!(t[6].verdict, Verdict::NotMeasured(_)));
+        assert_eq!(t[7].verdict, Verdict::Pass);
     }
 
     #[test]

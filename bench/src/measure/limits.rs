@@ -1,6 +1,7 @@
 //! The machine's own limits, measured in the same run as the scenarios:
 //! the server's cheapest endpoint over HTTP, and pgbench running the
-//! service's exact SQL (claim + complete, lookups, and the mixed share).
+//! service's exact SQL (claim + complete, lookups, and the mixed share),
+//! and the anchor: pgbench running the seeds' in-app SQL on its own table.
 
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use crate::hist::Latency;
 use crate::pgbench::Pgbench;
 use crate::report::{Kind, Measurement};
 use crate::steady::Mix;
-use crate::{sql, workload};
+use crate::{in_app, sql, workload};
 
 pub async fn limit_http(ctx: &Ctx) -> anyhow::Result<Measurement> {
     let db = ctx.db("limit_http").await?;
@@ -32,6 +33,10 @@ pub enum DbLimit {
     ClaimComplete,
     Find,
     Mixed,
+    /// The seeds' in-app SQL: a new key (`in_app`).
+    AppNewKeys,
+    /// The seeds' in-app SQL: 80 % new keys, 20 % replays.
+    AppMixed,
 }
 
 pub async fn limit_db(ctx: &Ctx, which: DbLimit) -> anyhow::Result<Measurement> {
@@ -44,6 +49,14 @@ pub async fn limit_db(ctx: &Ctx, which: DbLimit) -> anyhow::Result<Measurement> 
         DbLimit::Mixed => (
             "limit-db-mixed",
             "DB limit: pgbench 80/20 claim+complete / FIND",
+        ),
+        DbLimit::AppNewKeys => (
+            "limit-app-new-keys",
+            "In-app SQL: insert on conflict + update, own table",
+        ),
+        DbLimit::AppMixed => (
+            "limit-app-mixed",
+            "In-app SQL: 80/20 new keys / select, own table",
         ),
     };
     let db = ctx.db(name).await?;
@@ -60,10 +73,16 @@ pub async fn limit_db(ctx: &Ctx, which: DbLimit) -> anyhow::Result<Measurement> 
         m.errors
             .insert("pgbench failed transactions".into(), r.failed);
     }
-    m.notes.push(format!(
-        "{} pgbench connections, prepared statements generated from the service's SQL",
-        ctx.args.clients
-    ));
+    m.notes.push(match which {
+        DbLimit::AppNewKeys | DbLimit::AppMixed => format!(
+            "{} pgbench connections, prepared statements: the seeds' two autocommit statements on a table with only its primary key",
+            ctx.args.clients
+        ),
+        _ => format!(
+            "{} pgbench connections, prepared statements generated from the service's SQL",
+            ctx.args.clients
+        ),
+    });
     Ok(m)
 }
 
@@ -72,7 +91,6 @@ async fn pgbench_limit(
     db: &BenchDb,
     which: DbLimit,
 ) -> anyhow::Result<crate::pgbench::PgbenchResult> {
-    ctx.env.migrate(&db.url).await?;
     let write = |file: &str, text: String| -> anyhow::Result<PathBuf> {
         let path = ctx.work_dir.join(file);
         std::fs::write(&path, text)?;
@@ -87,10 +105,29 @@ async fn pgbench_limit(
     // FIND reads the replay keys (`1..=replay_keys` under the replay
     // operation); the mixed run's claims use that operation too, with random
     // 62-bit keys that never meet the filled ones.
+    if let DbLimit::AppNewKeys | DbLimit::AppMixed = which {
+        in_app::create(db).await?;
+        let new = write(
+            "app_new.sql",
+            in_app::new_key_script(workload::NEW_OPERATION),
+        )?;
+        let scripts = if let DbLimit::AppMixed = which {
+            in_app::fill(db, ctx.args.replay_keys).await?;
+            let replay = write(
+                "app_replay.sql",
+                in_app::replay_script(ctx.args.replay_keys),
+            )?;
+            vec![(new, MIXED_NEW_PERCENT), (replay, 100 - MIXED_NEW_PERCENT)]
+        } else {
+            vec![(new, 1)]
+        };
+        return run_pgbench(ctx, db, scripts, Vec::new()).await;
+    }
+    ctx.env.migrate(&db.url).await?;
     let (scripts, operation) = match which {
         DbLimit::ClaimComplete => (vec![(claim_complete()?, 1)], workload::NEW_OPERATION),
         DbLimit::Find => (vec![(find()?, 1)], workload::REPLAY_OPERATION),
-        DbLimit::Mixed => (
+        DbLimit::Mixed | DbLimit::AppNewKeys | DbLimit::AppMixed => (
             vec![
                 (claim_complete()?, MIXED_NEW_PERCENT),
                 (find()?, 100 - MIXED_NEW_PERCENT),
@@ -102,6 +139,15 @@ async fn pgbench_limit(
         db::fill_replay_keys(db, ctx.args.replay_keys).await?;
     }
     let defines = workload::script_values(operation).defines();
+    run_pgbench(ctx, db, scripts, defines).await
+}
+
+async fn run_pgbench(
+    ctx: &Ctx,
+    db: &BenchDb,
+    scripts: Vec<(PathBuf, u32)>,
+    defines: Vec<String>,
+) -> anyhow::Result<crate::pgbench::PgbenchResult> {
     let bench = Pgbench {
         binary: &ctx.args.pgbench,
         database_url: &db.url,

@@ -45,7 +45,7 @@ pub async fn new_keys(ctx: &Ctx, growth_rows: Option<u64>) -> anyhow::Result<Mea
         &r,
         rss,
     );
-    m.limit = Some("limit-db-claim-complete".into());
+    m.limit = Some("limit-app-new-keys".into());
     if let Some(((t, rows), w)) = growth {
         m.detail("prefilled_rows", rows);
         m.detail("fill_insert_seconds", t.insert.as_secs_f64());
@@ -146,7 +146,7 @@ pub async fn mixed(ctx: &Ctx) -> anyhow::Result<Measurement> {
         &r,
         rss,
     );
-    m.limit = Some("limit-db-mixed".into());
+    m.limit = Some("limit-app-mixed".into());
     Ok(m)
 }
 
