@@ -6,6 +6,7 @@
 mod chart;
 mod class_policy;
 mod classes;
+mod key;
 mod keys;
 mod overview;
 mod resolve;
@@ -25,7 +26,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sign-in", web::post().to(sign_in::submit))
         .route("/sign-out", web::post().to(sign_in::sign_out))
         .route("/keys", web::get().to(keys::list))
-        .route("/keys/{operation}/{key}", web::get().to(keys::detail))
+        .route("/keys/{operation}/{key}", web::get().to(key::detail))
         .service(
             web::resource("/keys/{operation}/{key}/resolve")
                 // An outcome may be as large as the API allows (8 MiB at most).

@@ -17,8 +17,8 @@ use idemkey_api::store::Resolver;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::key::{key_page, scoped, Actions};
 use super::key_url;
-use super::keys::{key_page, scoped, Actions};
 use crate::csrf;
 use crate::error::PageError;
 use crate::format;
