@@ -36,6 +36,7 @@
 //! With empty rules the fingerprint is the SHA-256 of the RFC 8785 form of the
 //! whole request; [`canonical_hash`] is exactly that, used to compare outcomes.
 
+pub mod fields;
 mod numbers;
 #[cfg(test)]
 mod proptests;
@@ -147,6 +148,29 @@ pub fn fingerprint_request(
     request_json: &str,
     rules: &FingerprintRules,
 ) -> Result<Fingerprint, FingerprintError> {
+    match protected_input(request_json, rules)? {
+        Protected::Whole(doc) => hash(&doc).map(Fingerprint),
+        Protected::Picked(picked) => {
+            let picked: BTreeMap<&str, &Value> =
+                picked.iter().map(|(p, v)| (p.as_str(), v)).collect();
+            hash(&picked).map(Fingerprint)
+        }
+    }
+}
+
+/// The protected input: steps 1–5 of the module doc.
+pub(crate) enum Protected {
+    /// No include rule: the whole document, normalised and without the
+    /// excluded fields.
+    Whole(Value),
+    /// The value at each include pointer that resolves, by pointer.
+    Picked(Vec<(String, Value)>),
+}
+
+pub(crate) fn protected_input(
+    request_json: &str,
+    rules: &FingerprintRules,
+) -> Result<Protected, FingerprintError> {
     rules.validate()?;
     let mut doc = parse_exact(request_json)?;
     for pointer in &rules.decimal_fields {
@@ -159,13 +183,18 @@ pub fn fingerprint_request(
     for pointer in &rules.exclude {
         remove_at(&mut doc, pointer);
     }
-    if !rules.include.is_empty() {
-        let picked: BTreeMap<&str, &Value> = (rules.include.iter())
-            .filter_map(|p| doc.pointer(p).map(|v| (p.as_str(), v)))
-            .collect();
-        return hash(&picked).map(Fingerprint);
+    if rules.include.is_empty() {
+        return Ok(Protected::Whole(doc));
     }
-    hash(&doc).map(Fingerprint)
+    let picked: BTreeMap<&str, &Value> = (rules.include.iter())
+        .filter_map(|p| doc.pointer(p).map(|v| (p.as_str(), v)))
+        .collect();
+    Ok(Protected::Picked(
+        picked
+            .into_iter()
+            .map(|(p, v)| (p.to_owned(), v.clone()))
+            .collect(),
+    ))
 }
 
 /// Hash arbitrary JSON text canonically with no rules (used to compare
@@ -190,7 +219,7 @@ fn parse_exact(json: &str) -> Result<Value, FingerprintError> {
     }
 }
 
-fn hash<T: serde::Serialize>(value: &T) -> Result<[u8; 32], FingerprintError> {
+pub(crate) fn hash<T: serde::Serialize>(value: &T) -> Result<[u8; 32], FingerprintError> {
     let canonical = serde_json_canonicalizer::to_vec(value)
         .map_err(|e| FingerprintError::InvalidJson(e.to_string()))?;
     Ok(Sha256::digest(&canonical).into())
