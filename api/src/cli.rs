@@ -4,6 +4,7 @@ use std::net::TcpListener;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use secrecy::ExposeSecret;
 
 use crate::auth::{mint, Role, RoleSet};
 use crate::config::Config;
@@ -93,7 +94,7 @@ fn token(config: &Config, tenant: &str, roles: &[String], ttl: &str) -> anyhow::
         .context("no HS256 secret is configured (IDEMKEY_JWT_SECRETS)")?;
     mint(
         kid,
-        secret,
+        secret.expose_secret(),
         &config.jwt_issuer,
         &config.jwt_audience,
         &tenant,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
+use secrecy::ExposeSecret;
 
 use crate::archive::Archive;
 use crate::auth::Verifier;
@@ -43,7 +44,7 @@ impl Application {
         let store = open_store(config).await?;
         let archive = open_archive(config).await?;
         let verifier = Arc::new(Verifier::new(&config.auth_settings())?);
-        let secret = EffectSecret::new(config.effect_secret.clone());
+        let secret = EffectSecret::new(config.effect_secret.expose_secret().to_vec());
         let metrics = Arc::new(Metrics::new());
         let cache = open_cache(config, &secret, metrics.clone()).await?;
         let engine = Engine::new(store.clone(), secret, cache, archive, metrics);
@@ -146,12 +147,14 @@ async fn open_cache(
     let cache = match (&config.redis_url, config.cache) {
         (_, false) => OutcomeCache::off(metrics),
         (None, true) => OutcomeCache::in_process(metrics),
-        (Some(url), true) => OutcomeCache::redis(url, &secret.deployment_tag(), metrics)?,
+        (Some(url), true) => {
+            OutcomeCache::redis(url.expose_secret(), &secret.deployment_tag(), metrics)?
+        }
     };
     match (&cache, &config.redis_url.as_ref().filter(|_| config.cache)) {
         (OutcomeCache::Redis { shared, .. }, Some(url)) => {
             let reachable = shared.start().await;
-            tracing::info!(cache = cache.describe(), redis = %redact(url), reachable, "cache ready");
+            tracing::info!(cache = cache.describe(), redis = %redact(url.expose_secret()), reachable, "cache ready");
         }
         _ => tracing::info!(cache = cache.describe(), "cache ready"),
     }
@@ -176,7 +179,7 @@ async fn open_archive(config: &Config) -> anyhow::Result<Archive> {
 
 /// Connects to the configured database and brings its schema up to date.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let url = config.database_url.as_str();
+    let url = config.database_url.expose_secret();
     let store = Store::connect_pooled(url, config.database_pool).await?;
     store
         .migrate()

@@ -31,23 +31,25 @@ pub mod session;
 use actix_web::middleware::from_fn;
 use actix_web::web::{self, ServiceConfig};
 use idemkey_api::config::Config;
+use secrecy::ExposeSecret;
 
 /// Mounts the dashboard's routes beside the API, with its session keys
 /// (`IDEMKEY_SESSION_SECRET`).
 pub fn mount(cfg: &mut ServiceConfig, config: &Config) {
-    cfg.app_data(web::Data::new(session::Keys::from_secrets(
-        &config.session_secrets,
-    )))
-    .service(
-        web::scope("/static")
-            .wrap(security::headers())
-            .wrap(from_fn(security::hsts))
-            .route("/{file}", web::get().to(assets::serve)),
-    )
-    .service(
-        web::scope("/dashboard")
-            .wrap(security::headers())
-            .wrap(from_fn(security::hsts))
-            .configure(pages::configure),
-    );
+    let secrets: Vec<Vec<u8>> = (config.session_secrets.iter())
+        .map(|secret| secret.expose_secret().to_vec())
+        .collect();
+    cfg.app_data(web::Data::new(session::Keys::from_secrets(&secrets)))
+        .service(
+            web::scope("/static")
+                .wrap(security::headers())
+                .wrap(from_fn(security::hsts))
+                .route("/{file}", web::get().to(assets::serve)),
+        )
+        .service(
+            web::scope("/dashboard")
+                .wrap(security::headers())
+                .wrap(from_fn(security::hsts))
+                .configure(pages::configure),
+        );
 }

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use rand::RngCore;
+use secrecy::SecretSlice;
 
 use crate::private_fs::{self, Place};
 
@@ -76,7 +77,7 @@ pub fn check(variable: &str, which: Option<&str>, secret: &[u8]) -> anyhow::Resu
 }
 
 /// `IDEMKEY_JWT_SECRETS`: `kid=secret` pairs, comma-separated.
-pub fn parse_jwt_secrets(list: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+pub fn parse_jwt_secrets(list: &str) -> anyhow::Result<Vec<(String, SecretSlice<u8>)>> {
     const VAR: &str = "IDEMKEY_JWT_SECRETS";
     let mut secrets = Vec::new();
     for pair in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -91,7 +92,7 @@ pub fn parse_jwt_secrets(list: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             Some(&format!("the secret of kid {kid:?}")),
             secret.as_bytes(),
         )?;
-        secrets.push((kid.to_owned(), secret.as_bytes().to_vec()));
+        secrets.push((kid.to_owned(), secret.as_bytes().to_vec().into()));
     }
     if secrets.is_empty() {
         bail!("{VAR}: no kid=secret pair given");
@@ -101,7 +102,7 @@ pub fn parse_jwt_secrets(list: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 
 /// A comma-separated list of secrets, newest first
 /// (`IDEMKEY_SESSION_SECRET`).
-pub fn parse_secret_list(variable: &str, list: &str) -> anyhow::Result<Vec<Vec<u8>>> {
+pub fn parse_secret_list(variable: &str, list: &str) -> anyhow::Result<Vec<SecretSlice<u8>>> {
     let secrets: Vec<Vec<u8>> = list
         .split(',')
         .map(str::trim)
@@ -115,13 +116,13 @@ pub fn parse_secret_list(variable: &str, list: &str) -> anyhow::Result<Vec<Vec<u
         let which = (secrets.len() > 1).then(|| format!("secret number {} of the list", i + 1));
         check(variable, which.as_deref(), secret)?;
     }
-    Ok(secrets)
+    Ok(secrets.into_iter().map(SecretSlice::from).collect())
 }
 
 /// A single secret (`IDEMKEY_SECRET`).
-pub fn parse_secret(variable: &str, value: &str) -> anyhow::Result<Vec<u8>> {
+pub fn parse_secret(variable: &str, value: &str) -> anyhow::Result<SecretSlice<u8>> {
     check(variable, None, value.as_bytes())?;
-    Ok(value.as_bytes().to_vec())
+    Ok(value.as_bytes().to_vec().into())
 }
 
 /// The secret kept in `data_dir/name` for `variable` when it is unset,
@@ -132,10 +133,14 @@ pub fn parse_secret(variable: &str, value: &str) -> anyhow::Result<Vec<u8>> {
 /// hard-linked into place, which fails if another process got there first
 /// — then we read theirs. Reading refuses a symbolic link, a file the group
 /// or others may access, and a short or placeholder content.
-pub fn stored_secret(data_dir: &Path, name: &str, variable: &str) -> anyhow::Result<Vec<u8>> {
+pub fn stored_secret(
+    data_dir: &Path,
+    name: &str,
+    variable: &str,
+) -> anyhow::Result<SecretSlice<u8>> {
     let path = data_dir.join(name);
     if let Some(secret) = read_secret_file(&path, variable)? {
-        return Ok(secret);
+        return Ok(secret.into());
     }
     private_fs::create_dir(data_dir)
         .with_context(|| format!("IDEMKEY_DATA_DIR: cannot create {}", data_dir.display()))?;
@@ -149,12 +154,13 @@ pub fn stored_secret(data_dir: &Path, name: &str, variable: &str) -> anyhow::Res
                 .with_context(|| format!("IDEMKEY_DATA_DIR: cannot write {}", path.display()))
         }
     }
-    read_secret_file(&path, variable)?.with_context(|| {
+    let secret = read_secret_file(&path, variable)?.with_context(|| {
         format!(
             "IDEMKEY_DATA_DIR: {} vanished as it was written",
             path.display()
         )
-    })
+    })?;
+    Ok(secret.into())
 }
 
 /// The trimmed content of a secret file, `None` if there is none.

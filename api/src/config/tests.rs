@@ -7,7 +7,11 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-fn config(vars: &[(&str, &str)]) -> anyhow::Result<Config> {
+fn bytes(secret: &SecretSlice<u8>) -> &[u8] {
+    secret.expose_secret()
+}
+
+pub(super) fn config(vars: &[(&str, &str)]) -> anyhow::Result<Config> {
     let map: HashMap<String, String> = vars
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -15,12 +19,13 @@ fn config(vars: &[(&str, &str)]) -> anyhow::Result<Config> {
     Config::from_vars(|name| map.get(name).cloned())
 }
 
-const SECRETS: (&str, &str) = (
+pub(super) const SECRETS: (&str, &str) = (
     "IDEMKEY_JWT_SECRETS",
     "k1=0123456789abcdef0123456789abcdef,k2=fedcba9876543210fedcba9876543210",
 );
-const EFFECT: (&str, &str) = ("IDEMKEY_SECRET", "effect-id-key-for-unit-tests-0123456789");
-const SESSION: (&str, &str) = (
+pub(super) const EFFECT: (&str, &str) =
+    ("IDEMKEY_SECRET", "effect-id-key-for-unit-tests-0123456789");
+pub(super) const SESSION: (&str, &str) = (
     "IDEMKEY_SESSION_SECRET",
     "session-key-for-unit-tests-0123456789",
 );
@@ -33,12 +38,12 @@ fn defaults_follow_the_contract() {
     assert_eq!(c.jwt_issuer, "idemkey");
     assert_eq!(c.jwt_audience, "idemkey");
     assert_eq!(c.data_dir, PathBuf::from("./data"));
-    assert_eq!(c.database_url, "sqlite://./data/idemkey.db");
+    assert_eq!(c.database_url.expose_secret(), "sqlite://./data/idemkey.db");
     assert!(c.workers);
     assert_eq!(c.worker_interval, Duration::from_secs(30));
     assert_eq!(c.jwt_secrets[0].0, "k1");
     assert_eq!(c.jwt_secrets.len(), 2);
-    assert_eq!(c.redis_url, None);
+    assert!(c.redis_url.is_none());
     assert_eq!(
         c.archive,
         ArchiveLocation::LocalDir(PathBuf::from("./data/archive"))
@@ -50,7 +55,7 @@ fn defaults_follow_the_contract() {
         ("IDEMKEY_REDIS_URL", "redis://127.0.0.1:6379/2"),
     ]);
     assert_eq!(
-        c.unwrap().redis_url.as_deref(),
+        c.unwrap().redis_url.as_ref().map(|url| url.expose_secret()),
         Some("redis://127.0.0.1:6379/2")
     );
 }
@@ -196,13 +201,30 @@ fn generated_secrets_persist_in_the_data_dir() {
     let dir_s = dir.to_str().unwrap();
     let first = config(&[("IDEMKEY_DATA_DIR", dir_s)]).unwrap();
     let second = config(&[("IDEMKEY_DATA_DIR", dir_s)]).unwrap();
-    assert_eq!(first.effect_secret, second.effect_secret);
-    assert_eq!(first.jwt_secrets, second.jwt_secrets);
-    assert_eq!(first.session_secrets, second.session_secrets);
+    let jwt = |c: &Config| -> Vec<(String, Vec<u8>)> {
+        (c.jwt_secrets.iter())
+            .map(|(kid, secret)| (kid.clone(), bytes(secret).to_vec()))
+            .collect()
+    };
+    let sessions = |c: &Config| -> Vec<Vec<u8>> {
+        c.session_secrets
+            .iter()
+            .map(|s| bytes(s).to_vec())
+            .collect()
+    };
+    assert_eq!(bytes(&first.effect_secret), bytes(&second.effect_secret));
+    assert_eq!(jwt(&first), jwt(&second));
+    assert_eq!(sessions(&first), sessions(&second));
     assert_eq!(first.jwt_secrets[0].0, DEV_KID);
-    assert_ne!(first.effect_secret, first.jwt_secrets[0].1);
-    assert_ne!(first.effect_secret, first.session_secrets[0]);
-    assert_ne!(first.jwt_secrets[0].1, first.session_secrets[0]);
+    assert_ne!(bytes(&first.effect_secret), bytes(&first.jwt_secrets[0].1));
+    assert_ne!(
+        bytes(&first.effect_secret),
+        bytes(&first.session_secrets[0])
+    );
+    assert_ne!(
+        bytes(&first.jwt_secrets[0].1),
+        bytes(&first.session_secrets[0])
+    );
     fs::remove_dir_all(dir).unwrap();
 }
 
