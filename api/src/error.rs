@@ -125,7 +125,7 @@ impl ErrorCode {
         match r {
             Refusal::Unavailable => Self::Unavailable,
             Refusal::NotFound => Self::NotFound,
-            Refusal::KeyReused => Self::KeyReused,
+            Refusal::KeyReused(_) => Self::KeyReused,
             Refusal::Quarantined => Self::Quarantined,
             Refusal::InProgress(_) => Self::InProgress,
             Refusal::LeaseLost => Self::LeaseLost,
@@ -206,6 +206,12 @@ impl ApiError {
                 rfc3339(busy.lease_expires_at).into(),
             );
             extra.insert("expires_at".into(), rfc3339(busy.expires_at).into());
+        }
+        if let Self::Refused(Refusal::KeyReused(Some(mismatch))) = self {
+            extra.insert("mismatched".into(), json!(mismatch.pointers));
+            if mismatch.truncated {
+                extra.insert("mismatched_truncated".into(), json!(true));
+            }
         }
         extra
     }

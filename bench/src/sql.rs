@@ -53,7 +53,7 @@ const SCOPED: [Binding; 3] = [
 ];
 
 /// INSERT_CLAIM's parameters, as `PgStore::insert_claim` binds them.
-pub const INSERT_CLAIM_BINDINGS: [Binding; 9] = [
+pub const INSERT_CLAIM_BINDINGS: [Binding; 10] = [
     SCOPED[0],
     SCOPED[1],
     SCOPED[2],
@@ -63,6 +63,8 @@ pub const INSERT_CLAIM_BINDINGS: [Binding; 9] = [
     bind(7, "window_ms", "int8"),
     bind(8, "tier_ms", "int8"),
     null(9, "bytea"),
+    // No field digests: a claim that sends a precomputed fingerprint.
+    null(10, "text"),
 ];
 
 /// COMPLETE's parameters, as `PgStore::complete` binds them.

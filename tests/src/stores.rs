@@ -73,6 +73,7 @@ pub fn claim(n: u8, lease: Duration, window: Duration) -> (NewClaim, OwnerToken)
         replay_window: window,
         tier_after: window,
         rules_digest: None,
+        field_digests: None,
     };
     (claim, token)
 }

@@ -65,6 +65,9 @@ fn outcome(text: &str) -> Arc<FinalOutcome> {
         expires_at: now + TimeDelta::hours(24),
         outcome: Arc::from(text),
         rules_digest: Some([5; 32]),
+        field_digests: Some(Arc::from(
+            r#"{"f":{"/amount":"0011223344556677"},"t":false}"#,
+        )),
         rendered: Default::default(),
     })
 }

@@ -56,6 +56,9 @@ pub struct FinalOutcome {
     /// The fingerprint rules the record was written under (`None`: the
     /// defaults).
     pub rules_digest: Option<[u8; 32]>,
+    /// The record's field digests (stored form), so that a refusal answered
+    /// from a cache can still name the fields that differ.
+    pub field_digests: Option<Arc<str>>,
     /// The replay answer, rendered by the first replay of this copy.
     pub rendered: Rendered,
 }
@@ -112,6 +115,7 @@ impl FinalOutcome {
             expires_at: record.expires_at,
             outcome: Arc::from(record.outcome.as_deref()?),
             rules_digest: record.rules_digest,
+            field_digests: record.field_digests.as_deref().map(Arc::from),
             rendered: Rendered::default(),
         })
     }

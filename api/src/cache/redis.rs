@@ -68,6 +68,10 @@ struct Stored<'a> {
     /// The record's fingerprint rules digest, hex (absent: the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rules: Option<String>,
+    /// The record's field digests (absent: none were kept; entries written
+    /// before them decode the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fields: Option<std::borrow::Cow<'a, str>>,
 }
 
 enum Failure {
@@ -269,6 +273,7 @@ fn encode(o: &FinalOutcome) -> Vec<u8> {
         expires_at_us: o.expires_at.timestamp_micros(),
         outcome: std::borrow::Cow::Borrowed(&o.outcome),
         rules: o.rules_digest.map(hex::encode),
+        fields: o.field_digests.as_deref().map(std::borrow::Cow::Borrowed),
     };
     serde_json::to_vec(&stored).expect("a final outcome serialises")
 }
@@ -291,6 +296,7 @@ fn decode(bytes: &[u8]) -> Option<FinalOutcome> {
         expires_at: DateTime::<Utc>::from_timestamp_micros(s.expires_at_us)?,
         outcome: Arc::from(s.outcome.as_ref()),
         rules_digest,
+        field_digests: s.fields.as_deref().map(Arc::from),
         rendered: Default::default(),
     })
 }
@@ -308,11 +314,15 @@ mod tests {
             expires_at: DateTime::from_timestamp_micros(1_800_086_400_123_456).unwrap(),
             outcome: Arc::from(r#"{"status_code":201,"body":{"amount":1.50, "n":1e2}}"#),
             rules_digest: None,
+            field_digests: None,
             rendered: Default::default(),
         };
         assert_eq!(decode(&encode(&o)), Some(o.clone()));
         let with_rules = FinalOutcome {
             rules_digest: Some([9; 32]),
+            field_digests: Some(Arc::from(
+                r#"{"f":{"/amount":"0011223344556677"},"t":false}"#,
+            )),
             ..o
         };
         assert_eq!(decode(&encode(&with_rules)), Some(with_rules));

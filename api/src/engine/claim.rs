@@ -22,9 +22,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::look::Look;
 use super::refusal::{Busy, Refusal};
 use super::Engine;
 use crate::cache::FinalOutcome;
+use crate::domain::fingerprint::fields::FieldDigests;
 use crate::domain::{
     decide, decide_completed, Decision, Fingerprint, OwnerToken, Policy, ScopedKey,
 };
@@ -77,19 +79,6 @@ pub enum ClaimAnswer {
     Completed { replay: Arc<FinalOutcome> },
 }
 
-/// What one look at a key found; shared by every claim that joined it.
-#[derive(Clone)]
-pub(crate) enum Look {
-    /// Completed and inside its window (from Redis or the database).
-    Final(Arc<FinalOutcome>),
-    /// The row as the look's insert created it or its read found it.
-    Row(Arc<KeyRecord>),
-    /// The insert found a row the read did not: released in between.
-    Vanished,
-    /// The store could not answer (already logged).
-    Unavailable,
-}
-
 impl Engine {
     // A debug span: at the default level an info span here cost ~2 % of a
     // cached replay's CPU (its fields are formatted on every claim).
@@ -106,7 +95,7 @@ impl Engine {
         // owner token, subscription or look.
         if let Some(hit) = self.cache.local(k) {
             let judged = self.judged(req, rules, hit.fingerprint, hit.rules_digest);
-            return replay(hit.clone(), &judged.await?);
+            return replay(hit.clone(), &judged.await?, req, policy);
         }
         let deadline = Instant::now() + policy.wait_for(req.wait_ms);
         // Subscribed before the first look, so no change after it is missed.
@@ -123,6 +112,9 @@ impl Engine {
             replay_window: policy.replay_window,
             tier_after: policy.tier_after(),
             rules_digest: rules,
+            field_digests: (req.request_json.as_deref())
+                .and_then(|json| FieldDigests::of(json, &policy.fingerprint).ok())
+                .map(|digests| digests.to_text()),
         };
         let mut races = 0;
         let mut cache_checked = true;
@@ -132,7 +124,7 @@ impl Engine {
             if !std::mem::take(&mut cache_checked) {
                 if let Some(hit) = self.cache.local(k) {
                     let judged = self.judged(req, rules, hit.fingerprint, hit.rules_digest);
-                    return replay(hit.clone(), &judged.await?);
+                    return replay(hit.clone(), &judged.await?, req, policy);
                 }
             }
             let since = events.as_ref().map(|e| e.since());
@@ -169,7 +161,7 @@ impl Engine {
             let seen = match look {
                 Look::Final(outcome) => {
                     let judged = self.judged(req, rules, outcome.fingerprint, outcome.rules_digest);
-                    return replay(outcome.clone(), &judged.await?);
+                    return replay(outcome.clone(), &judged.await?, req, policy);
                 }
                 Look::Row(row) if row.owner_token_hash == claim.owner => {
                     return Ok(ClaimAnswer::Claimed {
@@ -205,9 +197,12 @@ impl Engine {
                         return Ok(ClaimAnswer::Claimed { record, token });
                     }
                 }
-                Decision::KeyReused => return Err(Refusal::KeyReused),
+                Decision::KeyReused => {
+                    let theirs = seen.field_digests.as_deref();
+                    return Err(key_reused(theirs, seen.rules_digest, req, policy));
+                }
                 Decision::Replay => match FinalOutcome::of(&seen) {
-                    Some(outcome) => return replay(Arc::new(outcome), &judged),
+                    Some(outcome) => return replay(Arc::new(outcome), &judged, req, policy),
                     // A tiered outcome the archive could not give us.
                     None => return Err(Refusal::Unavailable),
                 },
@@ -263,92 +258,6 @@ impl Engine {
         Err(Refusal::Unavailable)
     }
 
-    /// Joins (or starts) this node's look at `k`, one that started no
-    /// earlier than `since` if given.
-    /// The look and when its flight started.
-    async fn look_shared(
-        &self,
-        k: &ScopedKey,
-        since: Option<Instant>,
-        claim: &NewClaim,
-    ) -> (Look, Instant) {
-        let (engine, key, claim) = (self.clone(), k.clone(), *claim);
-        let (look, joined, started) = self
-            .flights
-            .run_timed(
-                k,
-                since,
-                move || async move { engine.look(&key, &claim).await },
-            )
-            .await;
-        if joined {
-            self.metrics.coalesced_reads.inc();
-        }
-        (look.unwrap_or(Look::Unavailable), started)
-    }
-
-    /// One look at `k`: Redis, then the insert, then the read. A completed
-    /// row read from the database fills the caches on the way out.
-    async fn look(&self, k: &ScopedKey, claim: &NewClaim) -> Look {
-        // Any Redis failure is simply a miss here: the database answers.
-        if let Ok(Some(outcome)) = self.cache.shared(k).await {
-            return Look::Final(outcome);
-        }
-        match self.look_in_store(k, claim).await {
-            Ok(look) => look,
-            Err(e) => {
-                let _logged = Refusal::from(e);
-                Look::Unavailable
-            }
-        }
-    }
-
-    async fn look_in_store(
-        &self,
-        k: &ScopedKey,
-        claim: &NewClaim,
-    ) -> Result<Look, crate::store::StoreError> {
-        let started = Instant::now();
-        if let Some(row) = self.counted("insert_claim").insert_claim(k, claim).await? {
-            let row = Arc::new(row);
-            self.recent.remember(k, started, &row);
-            return Ok(Look::Row(row));
-        }
-        // Someone holds the key. Read it as its own statement (never in the
-        // same statement as the insert: under concurrency that read can miss
-        // the winner's row).
-        let Some(row) = self.counted("find").find(k).await? else {
-            return Ok(Look::Vanished);
-        };
-        // A tiered key: its outcome comes through the routing entry (and is
-        // cached there). If the archive cannot answer, the row itself goes
-        // on to `decide`, which still tells key reuse (422) from a replay;
-        // a replay then answers 503, never a claim.
-        let row = if row.routing.is_some() && row.outcome.is_none() && !row.is_expired() {
-            match self.with_outcome(k, row.clone()).await {
-                Ok(full) => full,
-                Err(_) => return Ok(Look::Row(Arc::new(row))),
-            }
-        } else {
-            row
-        };
-        let read_at = Instant::now();
-        Ok(match FinalOutcome::of(&row) {
-            Some(outcome) => {
-                let outcome = Arc::new(outcome);
-                if let Some(ttl) = FinalOutcome::ttl(&row, read_at) {
-                    self.cache.fill(k, outcome.clone(), ttl);
-                }
-                Look::Final(outcome)
-            }
-            None => {
-                let row = Arc::new(row);
-                self.recent.remember(k, started, &row);
-                Look::Row(row)
-            }
-        })
-    }
-
     /// The next whole multiple of [`SAFETY_REREAD`] since this engine's
     /// clock started.
     fn next_tick(&self) -> Instant {
@@ -360,11 +269,42 @@ impl Engine {
 }
 
 /// A completed key: its outcome if the fingerprint matches, else key reuse.
-fn replay(outcome: Arc<FinalOutcome>, fingerprint: &Fingerprint) -> Result<ClaimAnswer, Refusal> {
+fn replay(
+    outcome: Arc<FinalOutcome>,
+    fingerprint: &Fingerprint,
+    req: &ClaimRequest,
+    policy: &Policy,
+) -> Result<ClaimAnswer, Refusal> {
     match decide_completed(&outcome.fingerprint, fingerprint) {
         Decision::Replay => Ok(ClaimAnswer::Completed { replay: outcome }),
-        _ => Err(Refusal::KeyReused),
+        _ => {
+            let theirs = outcome.field_digests.as_deref();
+            Err(key_reused(theirs, outcome.rules_digest, req, policy))
+        }
     }
+}
+
+/// Key reuse, naming the fields of `req` that differ from the request the
+/// key was first claimed with (`theirs`, that record's stored field
+/// digests) when both are known under the same fingerprint rules: not for
+/// a precomputed fingerprint, a record older than field digests, or a
+/// record written under rules the class has since changed. Computed only
+/// here, off every answer but this refusal.
+fn key_reused(
+    theirs: Option<&str>,
+    their_rules: Option<[u8; 32]>,
+    req: &ClaimRequest,
+    policy: &Policy,
+) -> Refusal {
+    let mismatch = || {
+        if their_rules != req.rules_digest {
+            return None;
+        }
+        let theirs = FieldDigests::parse(theirs?)?;
+        let ours = FieldDigests::of(req.request_json.as_deref()?, &policy.fingerprint).ok()?;
+        Some(theirs.mismatched(&ours))
+    };
+    Refusal::KeyReused(mismatch())
 }
 
 fn in_progress(seen: &KeyRecord, retry_after: Duration) -> Refusal {

@@ -17,6 +17,7 @@ mod classes;
 mod events;
 mod fingerprints;
 mod flight;
+mod look;
 mod owner;
 mod policy_cache;
 mod read_model;
@@ -41,9 +42,9 @@ use crate::cache::{CacheUnavailable, OutcomeCache};
 use crate::domain::{EffectSecret, ScopedKey};
 use crate::metrics::Metrics;
 use crate::store::{Heard, Store};
-use claim::Look;
 use events::KeyEvents;
 use flight::Flights;
+use look::Look;
 use policy_cache::PolicyCache;
 
 #[derive(Clone)]

@@ -163,6 +163,7 @@ mod tests {
             observed_at: now,
             routing: None,
             rules_digest: None,
+            field_digests: None,
         })
     }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::MAX_STEPS;
+use crate::domain::fingerprint::fields::Mismatch;
 use crate::store::{KeyRecord, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,9 +23,10 @@ pub enum Refusal {
     /// tenant (the tenant is part of the key) or is past its window.
     #[error("no live record of this key")]
     NotFound,
-    /// The same key with a different fingerprint.
+    /// The same key with a different fingerprint, and which fields differ
+    /// when both requests' field digests are known under the same rules.
     #[error("the key was used with a different request")]
-    KeyReused,
+    KeyReused(Option<Mismatch>),
     /// The key waits for a resolve.
     #[error("the key is quarantined until it is resolved")]
     Quarantined,

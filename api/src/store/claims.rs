@@ -176,6 +176,7 @@ where
     Vec<u8>: for<'e> Encode<'e, D> + Type<D>,
     i64: for<'e> Encode<'e, D> + Type<D>,
     Option<Vec<u8>>: for<'e> Encode<'e, D> + Type<D>,
+    Option<String>: for<'e> Encode<'e, D> + Type<D>,
 {
     bind_key(q, k)
         .bind(c.fingerprint.as_bytes().to_vec())
@@ -184,6 +185,7 @@ where
         .bind(millis(c.replay_window))
         .bind(millis(c.tier_after))
         .bind(c.rules_digest.map(|d| d.to_vec()))
+        .bind(c.field_digests.clone())
 }
 
 /// A record from a row of either dialect.
@@ -228,5 +230,6 @@ where
             D::opt_time(row, "tiered_at")?,
         )?,
         rules_digest: opt_hash32(row.try_get("rules_digest")?)?,
+        field_digests: row.try_get("field_digests")?,
     })
 }

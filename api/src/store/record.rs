@@ -38,6 +38,9 @@ pub struct KeyRecord {
     /// The fingerprint rules the record's fingerprint was computed under
     /// (`None`: the default rules).
     pub rules_digest: Option<[u8; 32]>,
+    /// The request's field digests (`FieldDigests::to_text`), when the
+    /// first claim sent a request rather than a fingerprint.
+    pub field_digests: Option<String>,
 }
 
 /// A routing entry: a tiered outcome's place in an archive segment.
@@ -99,7 +102,7 @@ pub struct Version {
 }
 
 /// Everything a fresh claim writes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct NewClaim {
     pub fingerprint: Fingerprint,
     pub owner: OwnerTokenHash,
@@ -108,6 +111,8 @@ pub struct NewClaim {
     pub tier_after: Duration,
     /// The digest of the fingerprint rules in force (`None`: the defaults).
     pub rules_digest: Option<[u8; 32]>,
+    /// The request's field digests (`FieldDigests::to_text`), if it sent one.
+    pub field_digests: Option<String>,
 }
 
 /// A completion: the outcome text and its canonical hash.

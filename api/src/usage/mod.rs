@@ -73,7 +73,7 @@ impl Usage {
             Ok(ClaimAnswer::Claimed { .. }) => UsageEvent::Claimed,
             Ok(ClaimAnswer::Completed { .. }) => UsageEvent::Replayed,
             Ok(ClaimAnswer::Recovering { .. }) => UsageEvent::TakenOver,
-            Err(Refusal::KeyReused) => UsageEvent::KeyReused,
+            Err(Refusal::KeyReused(_)) => UsageEvent::KeyReused,
             Err(Refusal::InProgress(_)) => UsageEvent::InProgress,
             // Answered by the engine, but not one of the counted kinds.
             Err(Refusal::Quarantined) => return self.update(k, |c| c.time(latency)),

@@ -217,5 +217,6 @@ pub(super) fn new_claim(request: u8, owner: &OwnerToken) -> NewClaim {
         replay_window: Duration::from_millis(WINDOW_MS as u64),
         tier_after: Duration::from_millis(WINDOW_MS as u64),
         rules_digest: None,
+        field_digests: None,
     }
 }

@@ -22,7 +22,7 @@ macro_rules! record {
         " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
           updated_at, steps, history, segment, segment_offset, segment_len, \
-          segment_sha256, tiered_at, rules_digest, window_ms, now() as observed_at "
+          segment_sha256, tiered_at, rules_digest, window_ms, field_digests, now() as observed_at "
     };
 }
 
@@ -99,13 +99,14 @@ pub mod sql {
 
 /// A new claim: `$1..$3` the scoped key, `$4` fingerprint, `$5` owner hash,
 /// `$6` lease, `$7` replay window, `$8` tiering delay (ms), `$9` the
-/// fingerprint rules' digest (null: the defaults). No row: taken.
+/// fingerprint rules' digest (null: the defaults), `$10` the field digests
+/// (null: none). No row: taken.
 pub const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
        owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, window_ms, tier_at, \
-       created_at, updated_at, rules_digest, history) \
+       created_at, updated_at, rules_digest, field_digests, history) \
      values ($1, $2, $3, $4, 'in_progress', 1, $5, now(), now() + $6 * interval '1 millisecond', $6, \
-       now() + $7 * interval '1 millisecond', $7, now() + $8 * interval '1 millisecond', now(), now(), $9, \
+       now() + $7 * interval '1 millisecond', $7, now() + $8 * interval '1 millisecond', now(), now(), $9, $10, \
        jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'at', ",
     now_text!(),
     "))::text) on conflict do nothing returning",
@@ -123,7 +124,7 @@ const RENEW_EXPIRED: &str = concat!(
        tier_at = now() + $8 * interval '1 millisecond', \
        created_at = now(), updated_at = now(), steps = '{}', segment = null, \
        segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
-       rules_digest = $9, \
+       rules_digest = $9, field_digests = $10, \
        history = jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'renewed', true, 'at', ",
     now_text!(),
     "))::text where",

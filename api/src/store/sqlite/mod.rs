@@ -26,7 +26,7 @@ macro_rules! record {
             " state, fingerprint, attempt, owner_token_hash, claimed_at, lease_expires_at, \
           outcome, outcome_hash, completed_at, quarantine_reason, expires_at, created_at, \
           updated_at, steps, history, segment, segment_offset, segment_len, \
-          segment_sha256, tiered_at, rules_digest, window_ms, ",
+          segment_sha256, tiered_at, rules_digest, window_ms, field_digests, ",
             sqlite_now!(),
             " as observed_at "
         )
@@ -108,7 +108,7 @@ pub(super) const CLAIMS: claims::Statements = claims::Statements {
 const INSERT_CLAIM: &str = concat!(
     "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
        owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, window_ms, tier_at, \
-       created_at, updated_at, rules_digest, history) \
+       created_at, updated_at, rules_digest, field_digests, history) \
      values (?1, ?2, ?3, ?4, 'in_progress', 1, ?5, ",
     sqlite_now!(),
     ", ",
@@ -121,7 +121,7 @@ const INSERT_CLAIM: &str = concat!(
     sqlite_now!(),
     ", ",
     sqlite_now!(),
-    ", ?9, \
+    ", ?9, ?10, \
        json_array(json_object('event', 'claimed', 'attempt', 1, 'at', ",
     now_text!(),
     "))) on conflict do nothing returning",
@@ -136,7 +136,7 @@ const RENEW_EXPIRED: &str = concat!(
        outcome = null, outcome_hash = null, completed_at = null, quarantine_reason = null, \
        expires_at = ", sqlite_now!(), " + ?7, window_ms = ?7, tier_at = ", sqlite_now!(), " + ?8, created_at = ", sqlite_now!(), ", updated_at = ", sqlite_now!(), ", steps = '{}', segment = null, \
        segment_offset = null, segment_len = null, segment_sha256 = null, tiered_at = null, \
-       rules_digest = ?9, \
+       rules_digest = ?9, field_digests = ?10, \
        history = json_array(json_object('event', 'claimed', 'attempt', 1, 'renewed', json('true'), 'at', ",
     now_text!(),
     ")) where",
