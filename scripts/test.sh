@@ -22,3 +22,10 @@ export IDEMKEY_TEST_SUITE=1
 
 cargo build --workspace --bins
 cargo test --workspace "$@"
+
+# The SDKs' own test runners (Python, TypeScript), against real servers they
+# start from target/debug/idemkey; each installs its dependencies into a cache.
+for sdk_test in sdk/*/test.sh; do
+  [ -e "$sdk_test" ] || continue
+  bash "$sdk_test"
+done
