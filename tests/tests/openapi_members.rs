@@ -57,7 +57,7 @@ async fn answers_carry_exactly_the_members_their_schemas_document() {
         (&completed, 200, "Record"),
         (&replay, 200, "Replay"),
         (&lookup, 200, "Record"),
-        (&reused, 422, "Problem"),
+        (&reused, 422, "KeyReusedProblem"),
         (&in_progress, 409, "InProgressProblem"),
         (&recovering, 200, "Recovering"),
         (&step, 200, "Record"),
