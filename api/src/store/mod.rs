@@ -55,6 +55,7 @@ mod events;
 mod postgres;
 mod record;
 mod recovery;
+mod rejections;
 mod sqlite;
 mod tiering;
 mod usage;
@@ -71,6 +72,7 @@ pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,
     Version,
 };
+pub use rejections::{Rejection, KEPT_PER_CLASS as REJECTIONS_KEPT_PER_CLASS};
 pub use sqlite::SqliteStore;
 
 use claims::Sql;

@@ -11,21 +11,26 @@
 //!   shutdown flushes once more. Only a crash loses the last few seconds.
 //! - **Always on, on every node**, whatever `IDEMKEY_WORKERS` says: the
 //!   counts are this node's own and no other node can write them.
+//! - **Recent refusals too.** A claim refused as `key_reused` is also kept
+//!   (key, time, the fields that differ) and added to `key_rejections` by
+//!   the same flush, at most [`REJECTIONS_PER_FLUSH`] per class per flush,
+//!   so a storm of bad retries costs a bounded number of rows.
 //! - Flushes never overlap on one node (a flush waits for the one under way),
 //!   so "flush, then read" sees every call answered before the flush began.
 
 mod flusher;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
+use crate::domain::fingerprint::fields::Mismatch;
 use crate::domain::usage::{UsageCounts, UsageEvent};
 use crate::domain::{OperationName, ScopedKey, TenantId};
 use crate::engine::{ClaimAnswer, Refusal};
-use crate::store::{Store, StoreResult, UsageMinute};
+use crate::store::{Rejection, Store, StoreResult, UsageMinute};
 
 pub use flusher::{FLUSH_EVERY, PRUNE_EVERY};
 
@@ -33,7 +38,11 @@ pub use flusher::{FLUSH_EVERY, PRUNE_EVERY};
 /// oldest are dropped (and logged) rather than growing without bound.
 const MAX_PENDING: usize = 100_000;
 
+/// Refusals kept per tenant and class between two flushes (the newest).
+pub const REJECTIONS_PER_FLUSH: usize = 20;
+
 type Minute = (TenantId, OperationName, DateTime<Utc>);
+type Class = (TenantId, OperationName);
 
 /// This node's usage counts not yet flushed. Cheap to clone (shared).
 #[derive(Clone)]
@@ -44,6 +53,8 @@ pub struct Usage {
 struct Inner {
     store: Store,
     pending: Mutex<HashMap<Minute, UsageCounts>>,
+    /// `key_reused` refusals not yet flushed, newest last, per class.
+    rejections: Mutex<HashMap<Class, VecDeque<Rejection>>>,
     /// Held for a whole flush, so flushes never overlap.
     flushing: tokio::sync::Mutex<()>,
 }
@@ -60,6 +71,7 @@ impl Usage {
             inner: Arc::new(Inner {
                 store,
                 pending: Mutex::new(HashMap::new()),
+                rejections: Mutex::new(HashMap::new()),
                 flushing: tokio::sync::Mutex::new(()),
             }),
         }
@@ -73,7 +85,10 @@ impl Usage {
             Ok(ClaimAnswer::Claimed { .. }) => UsageEvent::Claimed,
             Ok(ClaimAnswer::Completed { .. }) => UsageEvent::Replayed,
             Ok(ClaimAnswer::Recovering { .. }) => UsageEvent::TakenOver,
-            Err(Refusal::KeyReused(_)) => UsageEvent::KeyReused,
+            Err(Refusal::KeyReused(mismatch)) => {
+                self.rejected(k, mismatch.clone());
+                UsageEvent::KeyReused
+            }
             Err(Refusal::InProgress(_)) => UsageEvent::InProgress,
             // Answered by the engine, but not one of the counted kinds.
             Err(Refusal::Quarantined) => return self.update(k, |c| c.time(latency)),
@@ -83,6 +98,25 @@ impl Usage {
             c.count(event);
             c.time(latency);
         });
+    }
+
+    /// Keeps one `key_reused` refusal for the next flush.
+    fn rejected(&self, k: &ScopedKey, mismatch: Option<Mismatch>) {
+        let rejection = Rejection {
+            tenant: k.tenant.clone(),
+            operation: k.operation.clone(),
+            key: k.key.as_str().to_owned(),
+            at: Utc::now(),
+            mismatch,
+        };
+        let mut kept = self.rejections();
+        let class = kept
+            .entry((k.tenant.clone(), k.operation.clone()))
+            .or_default();
+        if class.len() == REJECTIONS_PER_FLUSH {
+            class.pop_front();
+        }
+        class.push_back(rejection);
     }
 
     /// Counts one event that has no latency of its own (a release).
@@ -97,10 +131,19 @@ impl Usage {
         change(pending.entry(key).or_default());
     }
 
-    /// Adds every pending count to the database. On failure the counts are
-    /// kept for the next flush and the error is returned.
+    /// Adds every pending count, and the refusals kept, to the database. On
+    /// failure the counts are kept for the next flush and the error is
+    /// returned; refusals that could not be written are dropped (they are
+    /// diagnostics, and the counts still say how many there were).
     pub async fn flush(&self) -> StoreResult<usize> {
         let _one_at_a_time = self.inner.flushing.lock().await;
+        let rejections: Vec<Rejection> = std::mem::take(&mut *self.rejections())
+            .into_values()
+            .flatten()
+            .collect();
+        if !rejections.is_empty() {
+            self.inner.store.add_rejections(&rejections).await?;
+        }
         let taken = std::mem::take(&mut *self.lock());
         if taken.is_empty() {
             return Ok(0);
@@ -145,6 +188,13 @@ impl Usage {
         // A panic while holding this lock cannot leave the map half-changed
         // in a way that matters for counts; keep going.
         self.inner.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn rejections(&self) -> std::sync::MutexGuard<'_, HashMap<Class, VecDeque<Rejection>>> {
+        self.inner
+            .rejections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn store(&self) -> &Store {

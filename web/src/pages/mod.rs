@@ -9,6 +9,7 @@ mod classes;
 mod key;
 mod keys;
 mod overview;
+mod rejections;
 mod resolve;
 mod sign_in;
 mod storage;
@@ -39,6 +40,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/classes/_new", web::get().to(class_policy::new))
         .route("/classes/{operation}", web::get().to(class_policy::edit))
         .route("/classes/{operation}", web::post().to(class_policy::submit))
+        .route("/rejections", web::get().to(rejections::page))
         .route("/storage", web::get().to(storage::page));
 }
 
