@@ -50,6 +50,7 @@ macro_rules! sqlite_gone {
 mod breaker;
 mod claims;
 mod classes;
+mod cursor;
 mod dialect;
 mod events;
 mod postgres;

@@ -8,6 +8,7 @@ mod class_policy;
 mod classes;
 mod key;
 mod keys;
+mod lookup;
 mod overview;
 mod rejections;
 mod resolve;
@@ -27,6 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sign-in", web::post().to(sign_in::submit))
         .route("/sign-out", web::post().to(sign_in::sign_out))
         .route("/keys", web::get().to(keys::list))
+        .route("/lookup", web::get().to(lookup::go))
         .route("/keys/{operation}/{key}", web::get().to(key::detail))
         .service(
             web::resource("/keys/{operation}/{key}/resolve")
