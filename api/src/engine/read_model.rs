@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Engine, Refusal};
 use crate::domain::{OperationName, ScopedKey, TenantId};
-use crate::store::{HotCount, Rejection, UsageBucket};
+use crate::store::{HotCount, HotKey, Rejection, UsageBucket};
 
 impl Engine {
     /// The tenant's claims, replays and other counts per class, in buckets
@@ -27,6 +27,17 @@ impl Engine {
     /// the oldest of each.
     pub async fn hot_counts(&self, tenant: &TenantId) -> Result<Vec<HotCount>, Refusal> {
         Ok(self.store.hot_counts(tenant).await?)
+    }
+
+    /// Per class, the `per_class` keys of the tenant claimed most since
+    /// `since`, as flushed by every node's usage roll-up.
+    pub async fn hot_keys(
+        &self,
+        tenant: &TenantId,
+        since: DateTime<Utc>,
+        per_class: u32,
+    ) -> Result<Vec<HotKey>, Refusal> {
+        Ok(self.store.hot_keys(tenant, since, per_class).await?)
     }
 
     /// The tenant's newest `key_reused` refusals (of one class, or of all),

@@ -53,6 +53,7 @@ mod classes;
 mod cursor;
 mod dialect;
 mod events;
+mod hot_keys;
 mod postgres;
 mod record;
 mod recovery;
@@ -68,6 +69,7 @@ use thiserror::Error;
 
 pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
+pub use hot_keys::{HotKey, HotKeyMinute};
 pub use postgres::{sql as postgres_sql, PgStore};
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,

@@ -114,18 +114,9 @@ generic_sql!(impl {
     pub async fn add_rejections(&self, rows: &[Rejection]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         for batch in rows.chunks(BATCH) {
-            let mut next = 0;
-            let mut arg = || {
-                next += 1;
-                format!("{}{next}", D::PARAMETER)
-            };
-            let values: Vec<String> = batch
-                .iter()
-                .map(|_| format!("({})", (0..5).map(|_| arg()).collect::<Vec<_>>().join(", ")))
-                .collect();
             let sql = format!(
                 "insert into key_rejections (tenant, operation, key, at, mismatched) values {}",
-                values.join(", ")
+                D::values_list(batch.len(), 5)
             );
             let mut q = sqlx::query(&sql);
             for r in batch {

@@ -15,6 +15,13 @@
 //!   (key, time, the fields that differ) and added to `key_rejections` by
 //!   the same flush, at most [`REJECTIONS_PER_FLUSH`] per class per flush,
 //!   so a storm of bad retries costs a bounded number of rows.
+//! - **Hot keys too.** Every claim answer also counts its key in a bounded
+//!   summary per tenant, class and minute (`domain::top_keys`, at most
+//!   32 keys each). Each flush writes the summary's top
+//!   [`HOT_KEYS_PER_FLUSH`] keys claimed at least [`HOT_KEY_MIN_CLAIMS`]
+//!   times so far to `hot_key_minute` under this node's name, replacing its
+//!   earlier figures, so writing twice counts nothing twice; a summary is
+//!   dropped once its minute has ended and been written.
 //! - Flushes never overlap on one node (a flush waits for the one under way),
 //!   so "flush, then read" sees every call answered before the flush began.
 
@@ -27,10 +34,11 @@ use std::time::Duration;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
 use crate::domain::fingerprint::fields::Mismatch;
+use crate::domain::top_keys::TopKeys;
 use crate::domain::usage::{UsageCounts, UsageEvent};
 use crate::domain::{OperationName, ScopedKey, TenantId};
 use crate::engine::{ClaimAnswer, Refusal};
-use crate::store::{Rejection, Store, StoreResult, UsageMinute};
+use crate::store::{HotKeyMinute, Rejection, Store, StoreResult, UsageMinute};
 
 pub use flusher::{FLUSH_EVERY, PRUNE_EVERY};
 
@@ -40,6 +48,18 @@ const MAX_PENDING: usize = 100_000;
 
 /// Refusals kept per tenant and class between two flushes (the newest).
 pub const REJECTIONS_PER_FLUSH: usize = 20;
+
+/// Keys written per tenant, class and minute by one flush (the most
+/// claimed, each claimed at least [`HOT_KEY_MIN_CLAIMS`] times on this node
+/// in that minute: a key claimed once is not hot).
+pub const HOT_KEYS_PER_FLUSH: usize = 10;
+pub const HOT_KEY_MIN_CLAIMS: u64 = 2;
+
+/// Per-minute key summaries kept at most (the current and the last minute
+/// of every class claimed); past it a new class's keys are not tracked
+/// until older minutes are flushed (the counts still are), so memory stays
+/// bounded however many classes are claimed.
+const MAX_HOT_SUMMARIES: usize = 10_000;
 
 type Minute = (TenantId, OperationName, DateTime<Utc>);
 type Class = (TenantId, OperationName);
@@ -55,6 +75,11 @@ struct Inner {
     pending: Mutex<HashMap<Minute, UsageCounts>>,
     /// `key_reused` refusals not yet flushed, newest last, per class.
     rejections: Mutex<HashMap<Class, VecDeque<Rejection>>>,
+    /// The keys claimed, per tenant, class and minute not yet written in
+    /// full.
+    hot: Mutex<HashMap<Minute, TopKeys>>,
+    /// This process's name in `hot_key_minute`.
+    node: String,
     /// Held for a whole flush, so flushes never overlap.
     flushing: tokio::sync::Mutex<()>,
 }
@@ -72,6 +97,8 @@ impl Usage {
                 store,
                 pending: Mutex::new(HashMap::new()),
                 rejections: Mutex::new(HashMap::new()),
+                hot: Mutex::new(HashMap::new()),
+                node: format!("{:016x}", rand::random::<u64>()),
                 flushing: tokio::sync::Mutex::new(()),
             }),
         }
@@ -81,6 +108,14 @@ impl Usage {
     /// answer it (including any bounded wait the caller asked for). Answers
     /// that are not usage (bad input, store errors) are not counted.
     pub fn claim(&self, k: &ScopedKey, answer: &Result<ClaimAnswer, Refusal>, latency: Duration) {
+        // Every answer about the key itself (new, replay, takeover, reuse,
+        // collision, quarantine) is a claim of it for the hot keys.
+        if matches!(
+            answer,
+            Ok(_) | Err(Refusal::KeyReused(_) | Refusal::InProgress(_) | Refusal::Quarantined)
+        ) {
+            self.claimed_key(k);
+        }
         let event = match answer {
             Ok(ClaimAnswer::Claimed { .. }) => UsageEvent::Claimed,
             Ok(ClaimAnswer::Completed { .. }) => UsageEvent::Replayed,
@@ -98,6 +133,17 @@ impl Usage {
             c.count(event);
             c.time(latency);
         });
+    }
+
+    /// Counts one claim of the key in its minute's summary.
+    fn claimed_key(&self, k: &ScopedKey) {
+        let minute = (k.tenant.clone(), k.operation.clone(), this_minute());
+        let mut hot = self.inner.hot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(top) = hot.get_mut(&minute) {
+            top.offer(k.key.as_str());
+        } else if hot.len() < MAX_HOT_SUMMARIES {
+            hot.entry(minute).or_default().offer(k.key.as_str());
+        }
     }
 
     /// Keeps one `key_reused` refusal for the next flush.
@@ -144,6 +190,7 @@ impl Usage {
         if !rejections.is_empty() {
             self.inner.store.add_rejections(&rejections).await?;
         }
+        self.flush_hot_keys().await?;
         let taken = std::mem::take(&mut *self.lock());
         if taken.is_empty() {
             return Ok(0);
@@ -164,6 +211,36 @@ impl Usage {
                 Err(e)
             }
         }
+    }
+
+    /// Writes every summary's top keys; then forgets the summaries of
+    /// minutes that had ended before the write began. On failure all are
+    /// kept for the next flush (writing a figure again changes nothing).
+    async fn flush_hot_keys(&self) -> StoreResult<()> {
+        let current = this_minute();
+        let rows: Vec<HotKeyMinute> = {
+            let hot = self.inner.hot.lock().unwrap_or_else(|e| e.into_inner());
+            hot.iter()
+                .flat_map(|((tenant, operation, minute), top)| {
+                    top.top(HOT_KEYS_PER_FLUSH, HOT_KEY_MIN_CLAIMS)
+                        .into_iter()
+                        .map(move |t| HotKeyMinute {
+                            tenant: tenant.clone(),
+                            operation: operation.clone(),
+                            minute: *minute,
+                            key: t.key,
+                            node: self.inner.node.clone(),
+                            claims: i64::try_from(t.at_least).unwrap_or(i64::MAX),
+                        })
+                })
+                .collect()
+        };
+        if !rows.is_empty() {
+            self.inner.store.add_hot_keys(&rows).await?;
+        }
+        let mut hot = self.inner.hot.lock().unwrap_or_else(|e| e.into_inner());
+        hot.retain(|(_, _, minute), _| *minute >= current);
+        Ok(())
     }
 
     fn put_back(&self, taken: HashMap<Minute, UsageCounts>) {
