@@ -58,6 +58,10 @@ async fn usage_is_counted_and_shown_after_a_flush(app: TestApp) {
     assert_eq!(figure(&page, "Key reuse rejected"), "1");
     assert_eq!(figure(&page, "In-progress collisions"), "1");
     assert_eq!(figure(&page, "Releases"), "1");
+    // The replay rate and p99 latency as lines over the same buckets.
+    page.assert_contains("<figcaption>Replay rate</figcaption>")
+        .assert_contains("<figcaption>p99 claim latency</figcaption>");
+    assert_eq!(page.text.matches("<path class=\"series\" d=\"M").count(), 2);
     assert_eq!(figure(&page, "Replay rate"), "33.3%"); // 2 of 6 claim calls
     assert!(figure(&page, "p99 claim latency").starts_with('≤'));
     page.assert_contains("2 new claims and 2 replays over the last hour");

@@ -8,6 +8,7 @@ mod class_policy;
 mod classes;
 mod key;
 mod keys;
+mod line_chart;
 mod lookup;
 mod overview;
 mod rejections;

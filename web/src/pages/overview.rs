@@ -13,6 +13,7 @@ use idemkey_api::store::{HotCount, HotKey, HotState};
 use serde::Deserialize;
 
 use super::chart::{chart, Chart, Point};
+use super::line_chart::{self, LineChart, Sample};
 use super::{key_url, segment, Layout, Tab};
 use crate::error::PageError;
 use crate::format;
@@ -68,6 +69,8 @@ struct ClassCard {
     name: String,
     keys_href: String,
     chart: Chart,
+    /// Replay rate and p99 claim latency over the same buckets.
+    lines: Vec<LineChart>,
     new_claims: String,
     replays: String,
     replay_rate: String,
@@ -143,17 +146,24 @@ pub async fn page(
         .enumerate()
         .map(|(i, name)| {
             let buckets = by_class.remove(name).unwrap_or_default();
-            let points: Vec<Point> = (0..bars)
+            let (points, samples): (Vec<Point>, Vec<Sample>) = (0..bars)
                 .map(|b| {
                     let start = first.timestamp() + b * secs;
+                    let start_at = DateTime::from_timestamp(start, 0).expect("a time in range");
                     let c = buckets.get(&start).copied().unwrap_or_default();
-                    Point {
-                        start: DateTime::from_timestamp(start, 0).expect("a time in range"),
+                    let point = Point {
+                        start: start_at,
                         claims: c.claims,
                         replays: c.replays,
-                    }
+                    };
+                    let sample = Sample {
+                        start: start_at,
+                        replay_rate: c.replay_rate(),
+                        p99: c.latency_quantile(0.99),
+                    };
+                    (point, sample)
                 })
-                .collect();
+                .unzip();
             let mut total = UsageCounts::default();
             buckets.values().for_each(|c| total.add(c));
             let chart = chart(
@@ -164,6 +174,10 @@ pub async fn page(
                 time_format,
             );
             let mut card = card(name, chart, &total, &hot);
+            card.lines = vec![
+                line_chart::replay_rate(format!("rate-{i}"), name, &samples, time_format),
+                line_chart::p99_latency(format!("p99-{i}"), name, &samples, time_format),
+            ];
             card.hot = vec![
                 HotList {
                     title: "Hot keys, last minute",
@@ -210,6 +224,7 @@ fn card(name: &str, chart: Chart, total: &UsageCounts, hot: &[HotCount]) -> Clas
         name: name.to_owned(),
         keys_href: format!("/dashboard/keys?operation={}", segment(name)),
         chart,
+        lines: Vec::new(),
         new_claims: format::count(total.claims),
         replays: format::count(total.replays),
         replay_rate: format::percent(total.replay_rate()),
