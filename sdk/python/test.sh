@@ -32,6 +32,9 @@ if [[ "$("$VENV/bin/python" -c 'import idemkey; print(idemkey.__file__)' 2>/dev/
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e .
 fi
 
+# The package is typed (py.typed): hold it to mypy --strict.
+"$VENV/bin/python" -m mypy src/idemkey
+
 # pytest exits 5 when it collected no test: that is a failure here too
 # (set -e fails on every non-zero exit code).
 "$VENV/bin/python" -m pytest "$@"
