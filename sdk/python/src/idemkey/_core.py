@@ -384,6 +384,7 @@ class Core:
                 )
                 if isinstance(prev, dict)
                 else None,
+                server_date=answer.headers.get("date"),
             )
         if status == "completed":
             return CompletedClaim(
@@ -661,11 +662,7 @@ class Core:
                         steps[name] = rec.steps[name]
 
         # Heartbeats while the effect runs, every lease x fraction.
-        lease = lease_ms
-        if lease is None:
-            end = parse_rfc3339(claim.lease_expires_at)
-            left = (end - datetime.now(timezone.utc)).total_seconds() * 1000 if end is not None else 30_000
-            lease = int(max(1_000, left))
+        lease = lease_ms if lease_ms is not None else self._lease_estimate_ms(claim)
         interval_ms = max(200, int(lease * self.heartbeat_fraction))
         ctx = self.context_factory(
             core=self, operation=operation, key=key, owner_token=token, claim=claim, steps=steps
@@ -686,6 +683,27 @@ class Core:
             raise ctx.lease_lost_error
         result = yield from self._finish(operation, key, token, outcome, "effect")
         return result
+
+    @staticmethod
+    def _lease_estimate_ms(claim: OwnedClaim) -> int:
+        """The lease the server gave (the class's, when the claim sent no ``lease_ms``): its end
+        less the time now, by our clock and by the server's ``Date``; the shorter, so a clock
+        that lags never spaces heartbeats past the lease (more frequent ones are harmless)."""
+        end = parse_rfc3339(claim.lease_expires_at)
+        if end is None:
+            return 30_000
+        if end.tzinfo is None:
+            end = end.replace(tzinfo=timezone.utc)
+        estimates = [(end - datetime.now(timezone.utc)).total_seconds() * 1000]
+        if claim.server_date is not None:
+            try:
+                server_now = parsedate_to_datetime(claim.server_date)
+                if server_now.tzinfo is None:
+                    server_now = server_now.replace(tzinfo=timezone.utc)
+                estimates.append((end - server_now).total_seconds() * 1000)
+            except (TypeError, ValueError, IndexError):
+                pass
+        return int(max(1_000, min(estimates)))
 
     def _as_lease_lost(self, ctx: ContextBase, err: IdemkeyError) -> LeaseLostError:
         if isinstance(err, LeaseLostError):

@@ -208,6 +208,9 @@ class Client:
         :class:`~idemkey.LeaseLostError` instead of completing. Pass
         ``fingerprint`` (and ``request=None``) to send a precomputed fingerprint.
         """
+        for name, fn in (("effect", effect), ("reconcile", reconcile)):
+            if fn is not None and inspect.iscoroutinefunction(fn):
+                raise TypeError(f"{name} is a coroutine function: the sync Client needs sync functions (use AsyncClient)")
         result: OnceResult = self._drive(
             self._core.once(
                 operation,

@@ -109,6 +109,8 @@ class OwnedClaim:
     effect_id: str
     steps: Dict[str, StepRecord] = field(default_factory=dict)
     previous_attempt: Optional[PreviousAttempt] = None
+    #: The answer's ``Date`` header (the server's clock), when it had one.
+    server_date: Optional[str] = None
 
 
 @dataclass(frozen=True)
