@@ -27,8 +27,8 @@ if [[ ! -x "$VENV/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$hash" ]
   echo "$hash" > "$stamp"
 fi
 # The venv is shared between checkouts: make sure its editable install is this one.
-here="$(pwd)/src/idemkey/__init__.py"
-if [[ "$("$VENV/bin/python" -c 'import idemkey; print(idemkey.__file__)' 2>/dev/null)" != "$here" ]]; then
+if ! "$VENV/bin/python" -c 'import os, sys, idemkey
+sys.exit(os.path.realpath(idemkey.__file__) != os.path.realpath(sys.argv[1]))' "$PWD/src/idemkey/__init__.py" 2>/dev/null; then
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e .
 fi
 
