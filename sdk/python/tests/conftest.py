@@ -216,15 +216,6 @@ def key_of(request: httpx.Request) -> str:
     return unquote(raw.split("/v1/keys/")[1].split("/")[1])
 
 
-def wait_for(what: str, cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Polls ``cond`` until it is true (a condition, not a fixed sleep)."""
-    until = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > until:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.025)
-
-
 class Runner(threading.Thread):
     """Runs ``fn`` in a thread and keeps its result or exception."""
 

@@ -9,7 +9,7 @@ from typing import Any, List
 
 import httpx
 import pytest
-from conftest import AsyncForward, Forward, HookTransport, AsyncHookTransport, IdemkeyServer, Runner, fresh_tenant, wait_for
+from conftest import AsyncForward, Forward, HookTransport, AsyncHookTransport, IdemkeyServer, Runner, fresh_tenant
 
 import idemkey
 from idemkey import AsyncEffectContext, EffectContext, IdemkeyError, InProgressTimeoutError, Outcome, new_key
