@@ -288,7 +288,6 @@ async fn the_dashboard_refuses_visitors_without_a_session_or_of_another_tenant(a
         "/dashboard".to_owned(),
         "/dashboard/keys".to_owned(),
         format!("/dashboard/keys/{OP}/k1"),
-        format!("/dashboard/lookup?operation={OP}&key=k1"),
         "/dashboard/classes".to_owned(),
         format!("/dashboard/classes/{OP}"),
         "/dashboard/rejections".to_owned(),

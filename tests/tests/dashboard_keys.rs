@@ -2,7 +2,8 @@
 //! off: any key found by class and key (whatever its state, another
 //! tenant's never), lists narrowed by state, class and age, and paged past
 //! the first 100 with every key on exactly one page — the stuck keys' union
-//! of three listings included.
+//! of three listings included. Both forms are POSTs with the session's
+//! CSRF token, answered with a 303 to the page asked for.
 
 use std::collections::BTreeSet;
 
@@ -57,6 +58,21 @@ fn next_link(page: &Page) -> Option<String> {
     )
 }
 
+/// Posts the look-up form of the keys page.
+async fn look_up(visitor: &Visitor, operation: &str, key: &str) -> Page {
+    let csrf = visitor.get("/dashboard/keys").await.csrf();
+    visitor
+        .post(
+            "/dashboard/lookup",
+            &[
+                ("csrf", csrf.as_str()),
+                ("operation", operation),
+                ("key", key),
+            ],
+        )
+        .await
+}
+
 /// Follows the list from `first` to its last page; every page's keys.
 async fn every_page(visitor: &Visitor, first: &str) -> Vec<Vec<String>> {
     let mut pages = Vec::new();
@@ -75,15 +91,9 @@ async fn any_key_is_found_by_class_and_key(app: TestApp) {
     completed_key(&app, OP, "order-1").await;
     let visitor = Visitor::signed_in(&app, &viewer(&app)).await;
 
-    let found = visitor
-        .get(&format!("/dashboard/lookup?operation={OP}&key=order-1"))
-        .await;
+    let found = look_up(&visitor, OP, "order-1").await;
     let page = visitor.get(found.location().expect("a location")).await;
-    let unknown = visitor
-        .get(&format!(
-            "/dashboard/lookup?operation={OP}&key=never-claimed"
-        ))
-        .await;
+    let unknown = look_up(&visitor, OP, "never-claimed").await;
 
     assert_eq!(found.status, 303);
     assert_eq!(
@@ -104,9 +114,7 @@ async fn a_look_up_never_finds_another_tenants_key(app: TestApp) {
     let stranger = token(&fresh_tenant(), &[Role::Viewer]);
     let visitor = Visitor::signed_in(&app, &stranger).await;
 
-    let found = visitor
-        .get(&format!("/dashboard/lookup?operation={OP}&key=their-key"))
-        .await;
+    let found = look_up(&visitor, OP, "their-key").await;
     let page = visitor.get(found.location().expect("a location")).await;
 
     assert_eq!(page.status, 404);
@@ -119,15 +127,23 @@ async fn a_look_up_never_finds_another_tenants_key(app: TestApp) {
 async fn a_bad_class_or_key_is_a_clear_400(app: TestApp) {
     let visitor = Visitor::signed_in(&app, &viewer(&app)).await;
 
-    for query in [
-        "operation=Not%20A%20Class&key=k",
-        "operation=charges.create&key=has%20space",
-        "operation=charges.create&key=",
-        "key=k",
+    for (operation, key) in [
+        ("Not A Class", "k"),
+        (OP, "has space"),
+        (OP, " k"),
+        (OP, ""),
+        ("", "k"),
     ] {
-        let page = visitor.get(&format!("/dashboard/lookup?{query}")).await;
-        assert_eq!(page.status, 400, "{query}");
+        let page = look_up(&visitor, operation, key).await;
+        assert_eq!(page.status, 400, "{operation:?} {key:?}");
     }
+    let forged = visitor
+        .post(
+            "/dashboard/lookup",
+            &[("csrf", "forged"), ("operation", OP), ("key", "k")],
+        )
+        .await;
+    assert_eq!(forged.status, 403, "a form without the session's token");
     for query in ["state=stuck", "cursor=%25%25", "older_than=soon"] {
         let page = visitor.get(&format!("/dashboard/keys?{query}")).await;
         assert_eq!(page.status, 400, "{query}");
@@ -147,9 +163,20 @@ async fn lists_narrow_by_state_class_and_age(app: TestApp) {
     let visitor = Visitor::signed_in(&app, &viewer(&app)).await;
 
     let completed = visitor.get("/dashboard/keys?state=completed").await;
-    let of_class = visitor
-        .get(&format!("/dashboard/keys?state=completed&operation={OP}"))
+    let csrf = visitor.get("/dashboard/keys").await.csrf();
+    let narrowed = visitor
+        .post(
+            "/dashboard/keys",
+            &[
+                ("csrf", csrf.as_str()),
+                ("state", "completed"),
+                ("older_than", ""),
+                ("operation", OP),
+            ],
+        )
         .await;
+    assert_eq!(narrowed.status, 303);
+    let of_class = visitor.get(narrowed.location().expect("a location")).await;
     let old = visitor
         .get("/dashboard/keys?state=completed&older_than=1h")
         .await;

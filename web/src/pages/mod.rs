@@ -29,7 +29,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sign-in", web::post().to(sign_in::submit))
         .route("/sign-out", web::post().to(sign_in::sign_out))
         .route("/keys", web::get().to(keys::list))
-        .route("/lookup", web::get().to(lookup::go))
+        .route("/keys", web::post().to(lookup::narrow))
+        .route("/lookup", web::post().to(lookup::go))
         .route("/keys/{operation}/{key}", web::get().to(key::detail))
         .service(
             web::resource("/keys/{operation}/{key}/resolve")
