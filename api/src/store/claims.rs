@@ -57,8 +57,11 @@ pub(super) type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Argume
 /// record has. Written out on every generic `impl` (a where-clause is not
 /// implied through a trait).
 macro_rules! generic_sql {
-    (impl $($rest:tt)*) => {
-        impl<'a, D> Sql<'a, D>
+    (impl { $($body:tt)* }) => {
+        generic_sql!(impl<'a, D> Sql<'a, D> { $($body)* });
+    };
+    (impl<$($g:tt),*> $ty:ty { $($body:tt)* }) => {
+        impl<$($g),*> $ty
         where
             D: Dialect,
             for<'c> &'c mut <D as Database>::Connection: Executor<'c, Database = D>,
@@ -73,7 +76,7 @@ macro_rules! generic_sql {
             Option<Vec<u8>>: for<'q> Encode<'q, D> + Type<D>,
             Option<i64>: for<'q> Encode<'q, D> + Type<D>,
             Option<<D as Dialect>::Time>: for<'q> Encode<'q, D> + Type<D>,
-        $($rest)*
+        { $($body)* }
     };
 }
 pub(super) use generic_sql;

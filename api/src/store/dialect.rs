@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
-use super::{claims, classes, recovery, usage, watch, StoreError, StoreResult};
+use super::{claims, classes, recovery, tiering, usage, watch, StoreError, StoreResult};
 
 pub trait Dialect: sqlx::Database {
     /// The claim path's statements in this dialect.
@@ -24,6 +24,8 @@ pub trait Dialect: sqlx::Database {
     const WATCH: watch::Statements;
     /// Usage rows and the dashboard's counts.
     const USAGE: usage::Statements;
+    /// Tiering and cleanup.
+    const TIERING: tiering::Statements;
 
     /// What a numbered parameter starts with (`$1` or `?1`).
     const PARAMETER: &'static str;
@@ -49,6 +51,7 @@ impl Dialect for Postgres {
     const CLASSES: classes::Statements = classes::POSTGRES;
     const WATCH: watch::Statements = watch::POSTGRES;
     const USAGE: usage::Statements = usage::POSTGRES;
+    const TIERING: tiering::Statements = tiering::POSTGRES;
     const PARAMETER: &'static str = "$";
     type Time = DateTime<Utc>;
 
@@ -75,6 +78,7 @@ impl Dialect for Sqlite {
     const CLASSES: classes::Statements = classes::SQLITE;
     const WATCH: watch::Statements = watch::SQLITE;
     const USAGE: usage::Statements = usage::SQLITE;
+    const TIERING: tiering::Statements = tiering::SQLITE;
     const PARAMETER: &'static str = "?";
     /// Epoch milliseconds.
     type Time = i64;
