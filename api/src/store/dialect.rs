@@ -46,8 +46,8 @@ pub trait Dialect: sqlx::Database {
 }
 
 impl Dialect for Postgres {
-    const CLAIMS: claims::Statements = super::postgres::CLAIMS;
-    const RECOVERY: recovery::Statements = super::postgres::RECOVERY;
+    const CLAIMS: claims::Statements = claims::POSTGRES;
+    const RECOVERY: recovery::Statements = recovery::POSTGRES;
     const CLASSES: classes::Statements = classes::POSTGRES;
     const WATCH: watch::Statements = watch::POSTGRES;
     const USAGE: usage::Statements = usage::POSTGRES;
@@ -73,8 +73,8 @@ impl Dialect for Postgres {
 }
 
 impl Dialect for Sqlite {
-    const CLAIMS: claims::Statements = super::sqlite::CLAIMS;
-    const RECOVERY: recovery::Statements = super::sqlite::RECOVERY;
+    const CLAIMS: claims::Statements = claims::SQLITE;
+    const RECOVERY: recovery::Statements = recovery::SQLITE;
     const CLASSES: classes::Statements = classes::SQLITE;
     const WATCH: watch::Statements = watch::SQLITE;
     const USAGE: usage::Statements = usage::SQLITE;

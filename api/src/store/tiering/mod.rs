@@ -42,8 +42,8 @@ use super::{Store, StoreResult};
 use crate::domain::{Fingerprint, ScopedKey};
 use batch::{slim_rows, Batch};
 
-pub(super) use postgres::TIERING as POSTGRES;
-pub(super) use sqlite::TIERING as SQLITE;
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
 
 /// A completed record due for tiering, with what is packed of it.
 #[derive(Debug, Clone)]
@@ -140,22 +140,6 @@ impl TierBatch {
     }
 }
 
-/// Runs the same call on whichever backend is configured.
-macro_rules! on_store {
-    ($store:expr, $pool:ident => $call:expr) => {
-        match $store {
-            Store::Postgres(s) => {
-                let $pool = s.pool();
-                $call
-            }
-            Store::Sqlite(s) => {
-                let $pool = s.pool();
-                $call
-            }
-        }
-    };
-}
-
 impl Store {
     /// Up to `limit` completed records past their hot retention and inside
     /// their window, oldest due first; `None` when there are none.
@@ -176,23 +160,23 @@ impl Store {
     /// Removes up to `limit` records past their replay window (none whose
     /// lease is still running). How many it removed.
     pub async fn delete_expired(&self, limit: u32) -> StoreResult<u64> {
-        on_store!(self, pool => Sql::on(pool).delete_expired(limit).await)
+        each_backend!(self, s => Sql::on(s.pool()).delete_expired(limit).await)
     }
 
     /// Marks up to `limit` segments nothing points at as `deleting` and
     /// names them: their objects are to be deleted, then
     /// [`Store::forget_segment`].
     pub async fn condemn_segments(&self, limit: u32) -> StoreResult<Vec<String>> {
-        on_store!(self, pool => Sql::on(pool).condemn_segments(limit).await)
+        each_backend!(self, s => Sql::on(s.pool()).condemn_segments(limit).await)
     }
 
     /// Removes a condemned segment's row once its object is gone.
     pub async fn forget_segment(&self, name: &str) -> StoreResult<bool> {
-        on_store!(self, pool => Sql::on(pool).forget_segment(name).await)
+        each_backend!(self, s => Sql::on(s.pool()).forget_segment(name).await)
     }
 
     pub async fn archive_lag(&self) -> StoreResult<ArchiveLag> {
-        on_store!(self, pool => Sql::on(pool).archive_lag().await)
+        each_backend!(self, s => Sql::on(s.pool()).archive_lag().await)
     }
 }
 

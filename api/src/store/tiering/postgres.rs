@@ -17,7 +17,7 @@ macro_rules! unused_segment {
     };
 }
 
-pub(in crate::store) const TIERING: Statements = Statements {
+pub(in crate::store) const POSTGRES: Statements = Statements {
     select_due: "\
         select tenant, operation, key, fingerprint, outcome, outcome_hash, expires_at \
           from idempotency_key \

@@ -8,7 +8,7 @@
 
 use super::Statements;
 
-pub(in crate::store) const TIERING: Statements = Statements {
+pub(in crate::store) const SQLITE: Statements = Statements {
     select_due: concat!(
         "select tenant, operation, key, fingerprint, outcome, outcome_hash, expires_at \
            from idempotency_key \
@@ -55,7 +55,7 @@ pub(in crate::store) const TIERING: Statements = Statements {
         "delete from idempotency_key where (tenant, operation, key) in ( \
             select tenant, operation, key from idempotency_key \
              where",
-        sqlite_gone!(now),
+        sqlite_gone!(),
         "order by expires_at limit ?1)"
     ),
     condemn_candidates: None,
@@ -82,7 +82,7 @@ pub(in crate::store) const TIERING: Statements = Statements {
                (select min(case when state = 'completed' then expires_at \
                            else max(expires_at, lease_expires_at + window_ms) end) \
                   from idempotency_key where",
-        sqlite_gone!(now),
+        sqlite_gone!(),
         ") as cleanup_due, \
                count(*) as segments, \
                coalesce(sum(records), 0) as records, \
