@@ -56,9 +56,14 @@ impl Backend {
 
     /// An SQL expression for "one second ago" in this backend's time format.
     pub fn one_second_ago(self) -> String {
+        self.seconds_ago(1)
+    }
+
+    /// An SQL expression for `seconds` ago in this backend's time format.
+    pub fn seconds_ago(self, seconds: i64) -> String {
         match self {
-            Backend::Postgres => "now() - interval '1 second'".into(),
-            Backend::Sqlite => (chrono::Utc::now().timestamp_millis() - 1000).to_string(),
+            Backend::Postgres => format!("now() - interval '{seconds} seconds'"),
+            Backend::Sqlite => (chrono::Utc::now().timestamp_millis() - seconds * 1000).to_string(),
         }
     }
 }

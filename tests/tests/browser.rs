@@ -1,7 +1,7 @@
 //! The dashboard in a real headless Chromium (WebDriver through chromedriver,
 //! driven by fantoccini), with JavaScript irrelevant: sign in by pasting a
 //! token, watch the charts follow claims made through the API, open a stuck
-//! key and resolve it as an admin, change a class's policy. Screenshots of every page land in
+//! key and resolve it as an admin, change a class's policy, see a rejected key reuse. Screenshots of every page land in
 //! `target/screenshots/` for a person to look at.
 
 use fantoccini::Locator;
@@ -279,6 +279,25 @@ async fn an_admin_signs_in_watches_claims_arrive_and_resolves_a_stuck_key() {
     click_then(&browser, Locator::LinkText("Storage"), ".stat").await;
     assert!(source(&browser).await.contains("Archived records"));
     browser.screenshot(&shots, "13-storage").await;
+
+    // A key reused with another amount: listed with the field, never its value.
+    app.claim(OP, "order-88", json!({"amount": "10.00"}))
+        .await
+        .assert(201, "claimed");
+    app.claim(OP, "order-88", json!({"amount": "11.00"}))
+        .await
+        .assert(422, "key_reused");
+    app.flush_usage().await;
+    click_then(
+        &browser,
+        Locator::LinkText("Rejected reuse"),
+        "code.pointer",
+    )
+    .await;
+    let rejections = source(&browser).await;
+    assert!(rejections.contains("order-88") && rejections.contains("/amount"));
+    assert!(!rejections.contains("11.00"), "values never shown");
+    browser.screenshot(&shots, "13b-rejections").await;
 
     // A phone-sized window.
     c.set_window_size(390, 1600).await.unwrap();

@@ -5,7 +5,7 @@
 //! sessions and headers in `dashboard_session.rs`.
 
 use idemkey_api::auth::Role;
-use idemkey_tests::dashboard::fixtures::{figure, quarantined_key, viewer};
+use idemkey_tests::dashboard::fixtures::{admin, figure, quarantined_key, viewer};
 use idemkey_tests::dashboard::Visitor;
 use idemkey_tests::tokens::{fresh_tenant, token};
 use idemkey_tests::{on_every_backend, TestApp};
@@ -58,6 +58,10 @@ async fn usage_is_counted_and_shown_after_a_flush(app: TestApp) {
     assert_eq!(figure(&page, "Key reuse rejected"), "1");
     assert_eq!(figure(&page, "In-progress collisions"), "1");
     assert_eq!(figure(&page, "Releases"), "1");
+    // The replay rate and p99 latency as lines over the same buckets.
+    page.assert_contains("<figcaption>Replay rate</figcaption>")
+        .assert_contains("<figcaption>p99 claim latency</figcaption>");
+    assert_eq!(page.text.matches("<path class=\"series\" d=\"M").count(), 2);
     assert_eq!(figure(&page, "Replay rate"), "33.3%"); // 2 of 6 claim calls
     assert!(figure(&page, "p99 claim latency").starts_with('≤'));
     page.assert_contains("2 new claims and 2 replays over the last hour");
@@ -162,6 +166,21 @@ async fn stuck_keys_classes_and_storage_show_the_tenants_records(app: TestApp) {
     classes
         .assert_contains("charges.create")
         .assert_contains("emails.send")
+        .assert_contains("defaults");
+    // Policies are the admins', on the dashboard as in the API.
+    assert!(!classes.text.contains("take over"), "{}", classes.text);
+    let as_viewer = app
+        .client
+        .get(format!("{}/v1/operation-classes/{OP}", app.address))
+        .bearer_auth(viewer(&app))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(as_viewer.status(), 403);
+    let admin = Visitor::signed_in(&app, &admin(&app)).await;
+    admin
+        .get("/dashboard/classes")
+        .await
         .assert_contains("1d")
         .assert_contains("take over");
 

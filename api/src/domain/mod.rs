@@ -10,6 +10,7 @@ pub mod outcome;
 pub mod owner;
 pub mod policy;
 pub mod time;
+pub mod top_keys;
 pub mod usage;
 
 pub use claim::{

@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{Engine, Refusal};
-use crate::domain::{ScopedKey, TenantId};
-use crate::store::{HotCount, UsageBucket};
+use crate::domain::{OperationName, ScopedKey, TenantId};
+use crate::store::{HotCount, HotKey, Rejection, UsageBucket};
 
 impl Engine {
     /// The tenant's claims, replays and other counts per class, in buckets
@@ -27,6 +27,31 @@ impl Engine {
     /// the oldest of each.
     pub async fn hot_counts(&self, tenant: &TenantId) -> Result<Vec<HotCount>, Refusal> {
         Ok(self.store.hot_counts(tenant).await?)
+    }
+
+    /// Per class, the `per_class` keys of the tenant claimed most since
+    /// `since`, as flushed by every node's usage roll-up.
+    pub async fn hot_keys(
+        &self,
+        tenant: &TenantId,
+        since: DateTime<Utc>,
+        per_class: u32,
+    ) -> Result<Vec<HotKey>, Refusal> {
+        Ok(self.store.hot_keys(tenant, since, per_class).await?)
+    }
+
+    /// The tenant's newest `key_reused` refusals (of one class, or of all),
+    /// newest first, as flushed by every node's usage roll-up.
+    pub async fn recent_rejections(
+        &self,
+        tenant: &TenantId,
+        operation: Option<&OperationName>,
+        limit: u32,
+    ) -> Result<Vec<Rejection>, Refusal> {
+        Ok(self
+            .store
+            .recent_rejections(tenant, operation, limit)
+            .await?)
     }
 
     /// The key's effect id, as every answer about it carries.

@@ -6,9 +6,6 @@
 //! page, never inside a page already read.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use chrono::{DateTime, Datelike};
 use serde::{Deserialize, Serialize};
 
 use super::caller::{Caller, Reader};
@@ -64,7 +61,7 @@ pub async fn list(
     let query = parse(req.query_string())?;
     let rows = state.engine.list(&caller.principal.tenant, &query).await?;
     let next_cursor = (rows.len() == query.limit as usize)
-        .then(|| rows.last().map(|(k, r)| encode_cursor(k, r)))
+        .then(|| rows.last().map(|(k, r)| ListCursor::after(k, r).encode()))
         .flatten();
     let items = rows.iter().map(|(k, r)| item(&state, k, r)).collect();
     Ok(HttpResponse::Ok().json(Page { items, next_cursor }))
@@ -130,45 +127,18 @@ fn parse(query: &str) -> Result<ListQuery, ApiError> {
             .filter(|l| (1..=MAX_LIMIT).contains(l))
             .ok_or_else(|| invalid("limit must be 1-500"))?,
     };
-    let after = p.cursor.map(|c| decode_cursor(&c)).transpose()?;
+    let after = p
+        .cursor
+        .map(|c| {
+            ListCursor::decode(&c).ok_or_else(|| invalid("cursor is not one this service issued"))
+        })
+        .transpose()?;
     Ok(ListQuery {
         state,
         operation,
         older_than,
         limit,
         after,
-    })
-}
-
-/// A cursor's time must lie within these years: a forged one outside them is
-/// refused here rather than by the database.
-const CURSOR_YEARS: std::ops::RangeInclusive<i32> = 1970..=9999;
-
-/// The cursor is opaque to clients: base64url of `[micros, operation, key]`.
-fn encode_cursor(k: &ScopedKey, r: &KeyRecord) -> String {
-    let json = serde_json::json!([
-        r.created_at.timestamp_micros(),
-        k.operation.as_str(),
-        k.key.as_str()
-    ]);
-    URL_SAFE_NO_PAD.encode(json.to_string())
-}
-
-fn decode_cursor(cursor: &str) -> Result<ListCursor, ApiError> {
-    let bad = || invalid("cursor is not one this service issued");
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
-    let (micros, operation, key): (i64, String, String) =
-        serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    let created_at = DateTime::from_timestamp_micros(micros)
-        .filter(|t| CURSOR_YEARS.contains(&t.year()))
-        .ok_or_else(bad)?;
-    if OperationName::parse(&operation).is_err() || key.is_empty() || key.len() > 255 {
-        return Err(bad());
-    }
-    Ok(ListCursor {
-        created_at,
-        operation,
-        key,
     })
 }
 

@@ -11,7 +11,9 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
-use super::{claims, classes, recovery, tiering, usage, watch, StoreError, StoreResult};
+use super::{
+    claims, classes, hot_keys, recovery, rejections, tiering, usage, watch, StoreError, StoreResult,
+};
 
 pub trait Dialect: sqlx::Database {
     /// The claim path's statements in this dialect.
@@ -26,6 +28,10 @@ pub trait Dialect: sqlx::Database {
     const USAGE: usage::Statements;
     /// Tiering and cleanup.
     const TIERING: tiering::Statements;
+    /// Recent `key_reused` refusals.
+    const REJECTIONS: rejections::Statements;
+    /// The most claimed keys per class and minute.
+    const HOT_KEYS: hot_keys::Statements;
 
     /// What a numbered parameter starts with (`$1` or `?1`).
     const PARAMETER: &'static str;
@@ -43,6 +49,20 @@ pub trait Dialect: sqlx::Database {
 
     /// How many rows a statement changed.
     fn rows_affected(done: &Self::QueryResult) -> u64;
+
+    /// `(?1, ?2), (?3, ?4)`: the numbered parameters of a multi-row
+    /// `values` list of `rows` rows of `columns` each.
+    fn values_list(rows: usize, columns: usize) -> String {
+        (0..rows)
+            .map(|r| {
+                let row: Vec<String> = (1..=columns)
+                    .map(|c| format!("{}{}", Self::PARAMETER, r * columns + c))
+                    .collect();
+                format!("({})", row.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 impl Dialect for Postgres {
@@ -52,6 +72,8 @@ impl Dialect for Postgres {
     const WATCH: watch::Statements = watch::POSTGRES;
     const USAGE: usage::Statements = usage::POSTGRES;
     const TIERING: tiering::Statements = tiering::POSTGRES;
+    const REJECTIONS: rejections::Statements = rejections::POSTGRES;
+    const HOT_KEYS: hot_keys::Statements = hot_keys::POSTGRES;
     const PARAMETER: &'static str = "$";
     type Time = DateTime<Utc>;
 
@@ -79,6 +101,8 @@ impl Dialect for Sqlite {
     const WATCH: watch::Statements = watch::SQLITE;
     const USAGE: usage::Statements = usage::SQLITE;
     const TIERING: tiering::Statements = tiering::SQLITE;
+    const REJECTIONS: rejections::Statements = rejections::SQLITE;
+    const HOT_KEYS: hot_keys::Statements = hot_keys::SQLITE;
     const PARAMETER: &'static str = "?";
     /// Epoch milliseconds.
     type Time = i64;

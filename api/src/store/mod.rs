@@ -39,11 +39,14 @@ macro_rules! each_backend {
 mod breaker;
 mod claims;
 mod classes;
+mod cursor;
 mod dialect;
 mod events;
+mod hot_keys;
 mod postgres;
 mod record;
 mod recovery;
+mod rejections;
 mod sqlite;
 mod tiering;
 mod usage;
@@ -56,11 +59,13 @@ use thiserror::Error;
 pub use claims::postgres_sql;
 pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
+pub use hot_keys::{HotKey, HotKeyMinute};
 pub use postgres::PgStore;
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,
     Version,
 };
+pub use rejections::{Rejection, KEPT_PER_CLASS as REJECTIONS_KEPT_PER_CLASS};
 pub use sqlite::SqliteStore;
 
 use claims::Sql;

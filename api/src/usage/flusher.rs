@@ -30,11 +30,14 @@ impl Usage {
         }
     }
 
-    /// Deletes rows older than the longest chart, a bounded batch at a time.
-    /// Safe on every node at once: deleting a row twice deletes it once.
+    /// Deletes rows older than the longest chart (usage, hot keys, and
+    /// refusals, also those past the newest of their class), a bounded batch at a time. Safe on every node
+    /// at once: deleting a row twice deletes it once.
     pub async fn prune(&self) -> StoreResult<u64> {
         let before = Utc::now() - KEEP;
-        let rows = self.store().prune_usage(before, PRUNE_BATCH).await?;
+        let rows = self.store().prune_usage(before, PRUNE_BATCH).await?
+            + self.store().prune_rejections(before, PRUNE_BATCH).await?
+            + self.store().prune_hot_keys(before, PRUNE_BATCH).await?;
         if rows > 0 {
             tracing::debug!(rows, "old usage rows pruned");
         }

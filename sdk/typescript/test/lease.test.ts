@@ -73,12 +73,14 @@ test("lease_lost_during_long_effect: another caller takes over; the effect sees 
   const key = newKey();
   let sawLeaseLost = false;
   let abortReason: unknown;
+  const started = deferred();
   const r = client.once({
     operation: "env.provision",
     key,
     request,
     leaseMs: 1000,
     effect: async (ctx) => {
+      started.resolve();
       // The long effect: it takes until the lease is lost.
       await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
       sawLeaseLost = ctx.leaseLost;
@@ -86,7 +88,9 @@ test("lease_lost_during_long_effect: another caller takes over; the effect sees 
       return { statusCode: 201, body: { from: "first owner" } };
     },
   });
-  // The other caller waits for the lease to run out and takes over.
+  // Once the first caller owns the key (its effect runs), the other caller
+  // waits for the lease to run out and takes over.
+  await started.promise;
   const takeover = await other.claim("env.provision", key, { request, waitMs: 5_000 });
   assert.equal(takeover.status, "recovering");
   blockHeartbeats = false;

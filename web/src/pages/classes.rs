@@ -1,7 +1,8 @@
 //! Operation classes: every class this tenant has used or holds a policy
-//! for, with the policy the engine applies to it and whether that is the
-//! defaults. Admins get an edit link per class and a way to set a policy for
-//! a class not used yet (see `class_policy`).
+//! for, and whether it has a policy of its own. Admins also see the policy
+//! the engine applies to each, an edit link per class and a way to set a
+//! policy for a class not used yet (see `class_policy`); viewers do not see
+//! the settings, as the API refuses them policy reads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -1,35 +1,41 @@
-//! The list of stuck keys: expired leases, quarantined keys and
-//! long-running claims, filtered by state, class and age. One key's page is
-//! in `key.rs`.
+//! The keys lists: stuck keys (expired leases, quarantined keys and
+//! long-running claims) by default, or the keys of one state or of every
+//! state, narrowed by class and age, a page of 100 at a time (newest
+//! first, paged with the API's cursor). One key's page is in `key.rs`; the
+//! look-up form on this page goes through `lookup.rs`.
+
+mod filter;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use idemkey_api::domain::duration::{format_duration, parse_duration};
-use idemkey_api::domain::{OperationName, RecordState, ScopedKey};
+use idemkey_api::domain::{RecordState, ScopedKey};
 use idemkey_api::routes::AppState;
-use idemkey_api::store::{HotState, KeyRecord, ListQuery, ListState};
+use idemkey_api::store::{HotState, KeyRecord, ListCursor};
 use serde::Deserialize;
 
-use super::{key_url, segment, Layout, Tab};
+use super::{key_url, Layout, Tab};
 use crate::error::PageError;
 use crate::format;
 use crate::render::render;
 use crate::session::{Keys, Session};
+use filter::{Filter, Selection};
 
-/// Rows shown per list (newest first).
+/// Rows shown per page (newest first).
 const SHOWN: u32 = 100;
-/// "Long in progress" unless the page is asked for another threshold.
-const DEFAULT_OLDER_THAN: Duration = Duration::from_secs(300);
+
+/// The ages offered as links.
+const AGES: [&str; 5] = ["1m", "5m", "15m", "1h", "1d"];
 
 #[derive(Deserialize)]
 pub struct ListParams {
     state: Option<String>,
     operation: Option<String>,
     older_than: Option<String>,
+    cursor: Option<String>,
     pub(super) done: Option<String>,
 }
 
@@ -37,14 +43,21 @@ pub struct ListParams {
 #[template(path = "keys.html")]
 struct KeysPage {
     layout: Layout,
+    heading: &'static str,
     notice: Option<&'static str>,
     operation: Option<String>,
+    state_param: &'static str,
+    older_than_param: String,
     tabs: Vec<Tab>,
-    thresholds: Vec<Tab>,
-    show_thresholds: bool,
+    /// What the age links mean, or `None` when the list has no age.
+    ages_label: Option<&'static str>,
+    ages: Vec<Tab>,
+    /// Stuck keys: an empty list means nothing is stuck.
+    stuck: bool,
     older_than: String,
     rows: Vec<KeyRow>,
-    truncated: bool,
+    newest: Option<String>,
+    next: Option<String>,
 }
 
 pub(super) struct KeyRow {
@@ -58,49 +71,6 @@ pub(super) struct KeyRow {
     pub(super) note: String,
 }
 
-/// Which stuck keys a list shows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Filter {
-    All,
-    LeaseExpired,
-    Quarantined,
-    InProgress,
-}
-
-impl Filter {
-    fn parse(s: Option<&str>) -> Option<Self> {
-        match s {
-            None | Some("") | Some("all") => Some(Self::All),
-            Some("lease_expired") => Some(Self::LeaseExpired),
-            Some("quarantined") => Some(Self::Quarantined),
-            Some("in_progress") => Some(Self::InProgress),
-            Some(_) => None,
-        }
-    }
-
-    fn param(self) -> &'static str {
-        match self {
-            Self::All => "all",
-            Self::LeaseExpired => "lease_expired",
-            Self::Quarantined => "quarantined",
-            Self::InProgress => "in_progress",
-        }
-    }
-
-    /// The listings that make up this filter.
-    fn queries(self, older_than: Duration) -> Vec<(ListState, Option<Duration>)> {
-        let expired = (ListState::LeaseExpired, None);
-        let quarantined = (ListState::Quarantined, None);
-        let long = (ListState::InProgress, Some(older_than));
-        match self {
-            Self::All => vec![expired, quarantined, long],
-            Self::LeaseExpired => vec![expired],
-            Self::Quarantined => vec![quarantined],
-            Self::InProgress => vec![long],
-        }
-    }
-}
-
 /// `GET /dashboard/keys`.
 pub async fn list(
     req: HttpRequest,
@@ -108,68 +78,114 @@ pub async fn list(
     session: Session,
     q: web::Query<ListParams>,
 ) -> Result<HttpResponse, PageError> {
-    let filter = Filter::parse(q.state.as_deref()).ok_or_else(|| {
-        PageError::BadRequest("state must be all, lease_expired, quarantined or in_progress".into())
-    })?;
-    let operation = match q.operation.as_deref().filter(|o| !o.is_empty()) {
-        Some(o) => Some(OperationName::parse(o).map_err(|e| PageError::BadRequest(e.to_string()))?),
-        None => None,
+    let selection = Selection::parse(&q)?;
+    let (found, more) = page(&state, &session, &selection).await?;
+    let next = more.then(|| found.last()).flatten().map(|(k, r)| {
+        let cursor = ListCursor::after(k, r).encode();
+        selection.href(selection.filter, selection.older_than, Some(&cursor))
+    });
+    let newest = selection
+        .after
+        .as_ref()
+        .map(|_| selection.href(selection.filter, selection.older_than, None));
+    let rows = found.iter().map(|(k, r)| row(k, r)).collect();
+    let tabs = tabs(&state, &session, &selection).await?;
+    let notice = match q.done.as_deref() {
+        Some("released") => Some("The key was released: the next claim of it starts afresh."),
+        _ => None,
     };
-    let older_than = match q.older_than.as_deref() {
-        None => DEFAULT_OLDER_THAN,
-        Some(s) => parse_duration(s)
-            .filter(|d| *d <= ListQuery::MAX_OLDER_THAN)
-            .ok_or_else(|| {
-                PageError::BadRequest(
-                    "older_than must be a duration such as 15m, at most 36500d".into(),
-                )
-            })?,
+    let stuck = matches!(
+        selection.filter,
+        Filter::Stuck | Filter::LeaseExpired | Filter::Quarantined | Filter::InProgress
+    );
+    let heading = match selection.filter {
+        Filter::Completed => "Completed keys",
+        Filter::Any => "All keys",
+        _ => "Stuck keys",
     };
+    let page = KeysPage {
+        layout: Layout::new(heading, "keys", &session, &Keys::of(&req)),
+        heading,
+        notice,
+        operation: selection.operation.as_ref().map(|o| o.as_str().to_owned()),
+        state_param: selection.filter.param(),
+        older_than_param: selection
+            .older_than
+            .map(format_duration)
+            .unwrap_or_default(),
+        ages_label: ages_label(selection.filter),
+        ages: ages(&selection),
+        stuck,
+        older_than: selection
+            .older_than
+            .map(format_duration)
+            .unwrap_or_default(),
+        tabs,
+        rows,
+        newest,
+        next,
+    };
+    Ok(render(StatusCode::OK, &page))
+}
 
+/// One page of the selection, and whether there are more after it.
+async fn page(
+    state: &AppState,
+    session: &Session,
+    selection: &Selection,
+) -> Result<(Vec<(ScopedKey, KeyRecord)>, bool), PageError> {
     let mut seen = HashSet::new();
     let mut found: Vec<(ScopedKey, KeyRecord)> = Vec::new();
-    for (list_state, older) in filter.queries(older_than) {
-        let query = ListQuery {
-            state: Some(list_state),
-            operation: operation.clone(),
-            older_than: older,
-            limit: SHOWN,
-            after: None,
-        };
+    for query in selection.queries(SHOWN + 1) {
         for (k, r) in state.engine.list(&session.tenant, &query).await? {
             if seen.insert((k.operation.as_str().to_owned(), k.key.as_str().to_owned())) {
                 found.push((k, r));
             }
         }
     }
-    found.sort_by_key(|(_, r)| std::cmp::Reverse(r.created_at));
-    let truncated = found.len() > SHOWN as usize;
+    // The listing's order: newest first claim, then operation and key.
+    found.sort_by(|(ka, ra), (kb, rb)| {
+        (rb.created_at, kb.operation.as_str(), kb.key.as_str()).cmp(&(
+            ra.created_at,
+            ka.operation.as_str(),
+            ka.key.as_str(),
+        ))
+    });
+    let more = found.len() > SHOWN as usize;
     found.truncate(SHOWN as usize);
-    let rows = found.iter().map(|(k, r)| row(k, r)).collect();
+    Ok((found, more))
+}
 
+async fn tabs(
+    state: &AppState,
+    session: &Session,
+    selection: &Selection,
+) -> Result<Vec<Tab>, PageError> {
     let hot = state.engine.hot_counts(&session.tenant).await?;
     let count = |s: HotState| -> i64 {
         hot.iter()
             .filter(|h| h.state == s)
-            .filter(|h| operation.as_ref().is_none_or(|o| o.as_str() == h.operation))
+            .filter(|h| {
+                selection
+                    .operation
+                    .as_ref()
+                    .is_none_or(|o| o.as_str() == h.operation)
+            })
             .map(|h| h.count)
             .sum()
     };
-    let op_param = operation
-        .as_ref()
-        .map(|o| format!("&operation={}", segment(o.as_str())))
-        .unwrap_or_default();
-    let older = format_duration(older_than);
+    // The stuck tabs keep the threshold; the others start at any age.
+    let threshold = selection
+        .older_than
+        .filter(|_| selection.filter.has_threshold())
+        .unwrap_or(filter::DEFAULT_OLDER_THAN);
     let tab = |f: Filter, label: String| Tab {
         label,
-        href: format!(
-            "/dashboard/keys?state={}{op_param}&older_than={older}",
-            f.param()
-        ),
-        current: f == filter,
+        href: selection.href(f, f.has_threshold().then_some(threshold), None),
+        current: f == selection.filter,
     };
-    let tabs = vec![
-        tab(Filter::All, "All stuck".into()),
+    Ok(vec![
+        tab(Filter::Stuck, "All stuck".into()),
         tab(
             Filter::LeaseExpired,
             format!("Lease expired ({})", count(HotState::LeaseExpired)),
@@ -178,35 +194,41 @@ pub async fn list(
             Filter::Quarantined,
             format!("Quarantined ({})", count(HotState::Quarantined)),
         ),
-        tab(Filter::InProgress, format!("In progress over {older}")),
-    ];
-    let thresholds = ["1m", "5m", "15m", "1h", "1d"]
-        .into_iter()
-        .map(|t| Tab {
-            label: t.to_owned(),
-            href: format!(
-                "/dashboard/keys?state={}{op_param}&older_than={t}",
-                filter.param()
-            ),
-            current: parse_duration(t) == Some(older_than),
-        })
-        .collect();
-    let notice = match q.done.as_deref() {
-        Some("released") => Some("The key was released: the next claim of it starts afresh."),
+        tab(
+            Filter::InProgress,
+            format!("In progress over {}", format_duration(threshold)),
+        ),
+        tab(Filter::Completed, "Completed".into()),
+        tab(Filter::Any, "All keys".into()),
+    ])
+}
+
+fn ages_label(filter: Filter) -> Option<&'static str> {
+    match filter {
+        f if f.has_threshold() => Some("Count a key as long in progress after:"),
+        f if f.uses_age() => Some("First claimed at least:"),
         _ => None,
-    };
-    let page = KeysPage {
-        layout: Layout::new("Stuck keys", "keys", &session, &Keys::of(&req)),
-        notice,
-        operation: operation.map(|o| o.as_str().to_owned()),
-        tabs,
-        thresholds,
-        show_thresholds: matches!(filter, Filter::All | Filter::InProgress),
-        older_than: older,
-        rows,
-        truncated,
-    };
-    Ok(render(StatusCode::OK, &page))
+    }
+}
+
+/// The age links (an "any age" link first where the age is optional).
+fn ages(selection: &Selection) -> Vec<Tab> {
+    let f = selection.filter;
+    let any = (!f.has_threshold()).then(|| Tab {
+        label: "any age".to_owned(),
+        href: selection.href(f, None, None),
+        current: selection.older_than.is_none(),
+    });
+    any.into_iter()
+        .chain(AGES.into_iter().map(|t| {
+            let d = parse_duration(t);
+            Tab {
+                label: t.to_owned(),
+                href: selection.href(f, d, None),
+                current: d == selection.older_than,
+            }
+        }))
+        .collect()
 }
 
 /// A key's row in the list; its page shows the same state and note.

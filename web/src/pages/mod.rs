@@ -8,7 +8,10 @@ mod class_policy;
 mod classes;
 mod key;
 mod keys;
+mod line_chart;
+mod lookup;
 mod overview;
+mod rejections;
 mod resolve;
 mod sign_in;
 mod storage;
@@ -26,6 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sign-in", web::post().to(sign_in::submit))
         .route("/sign-out", web::post().to(sign_in::sign_out))
         .route("/keys", web::get().to(keys::list))
+        .route("/lookup", web::get().to(lookup::go))
         .route("/keys/{operation}/{key}", web::get().to(key::detail))
         .service(
             web::resource("/keys/{operation}/{key}/resolve")
@@ -39,6 +43,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/classes/_new", web::get().to(class_policy::new))
         .route("/classes/{operation}", web::get().to(class_policy::edit))
         .route("/classes/{operation}", web::post().to(class_policy::submit))
+        .route("/rejections", web::get().to(rejections::page))
         .route("/storage", web::get().to(storage::page));
 }
 

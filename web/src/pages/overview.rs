@@ -9,11 +9,12 @@ use askama::Template;
 use chrono::{DateTime, Utc};
 use idemkey_api::domain::usage::UsageCounts;
 use idemkey_api::routes::AppState;
-use idemkey_api::store::{HotCount, HotState};
+use idemkey_api::store::{HotCount, HotKey, HotState};
 use serde::Deserialize;
 
 use super::chart::{chart, Chart, Point};
-use super::{segment, Layout, Tab};
+use super::line_chart::{self, LineChart, Sample};
+use super::{key_url, segment, Layout, Tab};
 use crate::error::PageError;
 use crate::format;
 use crate::render::render;
@@ -68,6 +69,8 @@ struct ClassCard {
     name: String,
     keys_href: String,
     chart: Chart,
+    /// Replay rate and p99 claim latency over the same buckets.
+    lines: Vec<LineChart>,
     new_claims: String,
     replays: String,
     replay_rate: String,
@@ -79,7 +82,24 @@ struct ClassCard {
     in_progress: String,
     oldest_in_progress: String,
     stuck: i64,
+    /// The most claimed keys over the last minute, then the last hour.
+    hot: Vec<HotList>,
 }
+
+struct HotList {
+    title: &'static str,
+    rows: Vec<HotRow>,
+}
+
+/// One of a class's most claimed keys.
+struct HotRow {
+    key: String,
+    href: String,
+    claims: String,
+}
+
+/// Hot keys shown per class and span.
+const HOT_SHOWN: u32 = 5;
 
 #[derive(Deserialize)]
 pub struct OverviewQuery {
@@ -103,6 +123,11 @@ pub async fn page(
     let bucket = std::time::Duration::from_secs(secs as u64);
     let series = engine.usage_series(&session.tenant, first, bucket).await?;
     let hot = engine.hot_counts(&session.tenant).await?;
+    // The current and the previous minute, and the last hour.
+    let minute = DateTime::from_timestamp((now / 60 - 1) * 60, 0).expect("a time in range");
+    let hour = DateTime::from_timestamp((now / 60 - 59) * 60, 0).expect("a time in range");
+    let hot_minute = engine.hot_keys(&session.tenant, minute, HOT_SHOWN).await?;
+    let hot_hour = engine.hot_keys(&session.tenant, hour, HOT_SHOWN).await?;
 
     let mut by_class: BTreeMap<&str, BTreeMap<i64, UsageCounts>> = BTreeMap::new();
     for row in &series {
@@ -121,17 +146,24 @@ pub async fn page(
         .enumerate()
         .map(|(i, name)| {
             let buckets = by_class.remove(name).unwrap_or_default();
-            let points: Vec<Point> = (0..bars)
+            let (points, samples): (Vec<Point>, Vec<Sample>) = (0..bars)
                 .map(|b| {
                     let start = first.timestamp() + b * secs;
+                    let start_at = DateTime::from_timestamp(start, 0).expect("a time in range");
                     let c = buckets.get(&start).copied().unwrap_or_default();
-                    Point {
-                        start: DateTime::from_timestamp(start, 0).expect("a time in range"),
+                    let point = Point {
+                        start: start_at,
                         claims: c.claims,
                         replays: c.replays,
-                    }
+                    };
+                    let sample = Sample {
+                        start: start_at,
+                        replay_rate: c.replay_rate(),
+                        p99: c.latency_quantile(0.99),
+                    };
+                    (point, sample)
                 })
-                .collect();
+                .unzip();
             let mut total = UsageCounts::default();
             buckets.values().for_each(|c| total.add(c));
             let chart = chart(
@@ -141,7 +173,22 @@ pub async fn page(
                 &points,
                 time_format,
             );
-            card(name, chart, &total, &hot)
+            let mut card = card(name, chart, &total, &hot);
+            card.lines = vec![
+                line_chart::replay_rate(format!("rate-{i}"), name, &samples, time_format),
+                line_chart::p99_latency(format!("p99-{i}"), name, &samples, time_format),
+            ];
+            card.hot = vec![
+                HotList {
+                    title: "Hot keys, last minute",
+                    rows: hot_rows(name, &hot_minute),
+                },
+                HotList {
+                    title: "Hot keys, last hour",
+                    rows: hot_rows(name, &hot_hour),
+                },
+            ];
+            card
         })
         .collect();
     let tabs = [Range::Hour, Range::Day, Range::Week]
@@ -177,6 +224,7 @@ fn card(name: &str, chart: Chart, total: &UsageCounts, hot: &[HotCount]) -> Clas
         name: name.to_owned(),
         keys_href: format!("/dashboard/keys?operation={}", segment(name)),
         chart,
+        lines: Vec::new(),
         new_claims: format::count(total.claims),
         replays: format::count(total.replays),
         replay_rate: format::percent(total.replay_rate()),
@@ -188,5 +236,18 @@ fn card(name: &str, chart: Chart, total: &UsageCounts, hot: &[HotCount]) -> Clas
         in_progress: format::count(in_progress),
         oldest_in_progress: oldest,
         stuck,
+        hot: Vec::new(),
     }
+}
+
+/// The class's hot keys, most claimed first (as the store ordered them).
+fn hot_rows(class: &str, hot: &[HotKey]) -> Vec<HotRow> {
+    hot.iter()
+        .filter(|h| h.operation.as_str() == class)
+        .map(|h| HotRow {
+            key: h.key.clone(),
+            href: key_url(class, &h.key),
+            claims: format::count(h.claims),
+        })
+        .collect()
 }
