@@ -1,7 +1,10 @@
 //! What differs between the two databases besides the SQL text: how a time
 //! is read from a row and bound as an argument, and where each dialect's
-//! statements are. Everything else — binding, running, decoding — is written
-//! once, generic over [`Dialect`] (`claims`, `recovery`).
+//! statements are. Everything else — binding, running, decoding, and where
+//! the dialects lock differently, whether a statement runs at all — is
+//! written once, generic over [`Dialect`], in each capability's `mod.rs`
+//! (`claims`, `recovery`, `classes`, `watch`, `usage`, `tiering`), with the
+//! dialects' text in its `postgres.rs` and `sqlite.rs`.
 //!
 //! Times: both dialects take "now" from the database's own clock inside the
 //! statement (Postgres `now()`, SQLite `julianday('now')`), so a statement

@@ -7,7 +7,8 @@
 //! previous read. No transaction is held open across a client's work.
 //!
 //! Two backends keep the same contract: Postgres (the production authority)
-//! and SQLite (the embedded default, one file in the data directory). The
+//! and SQLite (the embedded default, one file in the data directory), with
+//! one body per method and SQL text per dialect (see `dialect`). The
 //! end-to-end tests run one set of bodies against both
 //! (`idemkey_tests::on_every_backend!`).
 

@@ -31,19 +31,17 @@ pub(in crate::store) const POSTGRES: Statements = Statements {
         update archive_segment set state = 'live', len = $2, sha256 = $3, records = $4, \
                updated_at = now() \
          where name = $1 and state = 'pending'",
-    slim: "\
-        update idempotency_key k set outcome = null, segment = $1, segment_offset = u.off, \
-               segment_len = u.len, segment_sha256 = decode(u.sha, 'hex'), tiered_at = now(), \
-               history = (case when jsonb_array_length(k.history::jsonb) >= 50 \
-                          then k.history::jsonb - 1 else k.history::jsonb end \
-                          || jsonb_build_array(jsonb_build_object('event', 'tiered', 'segment', $1::text, \
-                             'at', to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))))::text \
-          from json_to_recordset($2::json) \
+    slim: concat!(
+        "update idempotency_key k set outcome = null, segment = $1, segment_offset = u.off, \
+                segment_len = u.len, segment_sha256 = decode(u.sha, 'hex'), tiered_at = now(),",
+        pg_append_history!("'event', 'tiered', 'segment', $1::text"),
+        "from json_to_recordset($2::json) \
                as u(tenant text, operation text, key text, outcome_hash text, off bigint, len bigint, \
                     sha text) \
          where k.tenant = u.tenant and k.operation = u.operation and k.key = u.key \
            and k.state = 'completed' and k.segment is null \
-           and k.outcome_hash = decode(u.outcome_hash, 'hex')",
+           and k.outcome_hash = decode(u.outcome_hash, 'hex')"
+    ),
     // Records that are gone (`pg_gone!`: a record never completed stays a
     // whole window after its last lease), oldest window end first.
     delete_expired: concat!(

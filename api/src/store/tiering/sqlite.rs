@@ -38,11 +38,9 @@ pub(in crate::store) const SQLITE: Statements = Statements {
         "update idempotency_key set outcome = null, segment = ?1, segment_offset = u.off, \
                 segment_len = u.len, segment_sha256 = unhex(u.sha), tiered_at =",
         sqlite_now!(),
-        ", history = json_insert(case when json_array_length(history) >= 50 \
-                      then json_remove(history, '$[1]') else history end, '$[#]', \
-                      json_object('event', 'tiered', 'segment', ?1, \
-                        'at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) \
-           from (select value ->> 'tenant' as tenant, value ->> 'operation' as operation, \
+        ",",
+        sqlite_append_history!("'event', 'tiered', 'segment', ?1"),
+        "from (select value ->> 'tenant' as tenant, value ->> 'operation' as operation, \
                         value ->> 'key' as key, value ->> 'outcome_hash' as outcome_hash, \
                         value ->> 'off' as off, value ->> 'len' as len, value ->> 'sha' as sha \
                    from json_each(?2)) as u \
