@@ -15,15 +15,24 @@ use sha2::{Digest, Sha256};
 
 use super::fingerprint::canonical_hash;
 
-#[derive(Deserialize)]
+/// The final outcome, stored and replayed as the exact text sent (number
+/// spellings, member order, whitespace). Any status code is an outcome, a
+/// business failure included.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Shape {
+#[schema(as = Outcome)]
+pub struct Shape {
+    #[schema(minimum = 100, maximum = 599)]
     status_code: u16,
+    /// Header name → value; names must be HTTP token characters.
     #[serde(default)]
     headers: Option<BTreeMap<String, String>>,
+    /// Any JSON.
     #[serde(default)]
     #[allow(dead_code)]
+    #[schema(value_type = Option<serde_json::Value>)]
     body: Option<IgnoredAny>,
+    /// At most 1024 bytes.
     #[serde(default)]
     resource_id: Option<String>,
 }
