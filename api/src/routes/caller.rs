@@ -98,12 +98,17 @@ impl<A: Access> FromRequest for KeyCaller<A> {
 #[into_params(parameter_in = Path)]
 pub struct KeyPath {
     /// The operation class, such as `charges.create`.
-    #[param(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$")]
+    #[param(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$", example = "charges.create")]
     operation: String,
     /// The idempotency key, percent-encoded as one path segment (leave only
     /// `A–Z a–z 0–9 - . _ ~` unencoded; `/` is `%2F`). After decoding: 1–255
     /// characters from 0x21 to 0x7E.
-    #[param(min_length = 1, max_length = 255, pattern = "^[!-~]{1,255}$")]
+    #[param(
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[!-~]{1,255}$",
+        example = "order-1042"
+    )]
     key: String,
 }
 
@@ -112,7 +117,7 @@ pub struct KeyPath {
 #[into_params(parameter_in = Path)]
 pub struct ClassPath {
     /// The operation class, such as `charges.create`.
-    #[param(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$")]
+    #[param(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$", example = "charges.create")]
     pub operation: String,
 }
 
