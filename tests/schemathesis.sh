@@ -74,14 +74,15 @@ curl -fsS "$base/readyz" >/dev/null || {
 token="$("$BIN" token --tenant schemathesis --roles client,viewer,admin,metrics --ttl 2h)"
 
 # The run's events (every request and answer), kept for a look afterwards.
-report="target/schemathesis/events.ndjson"
+report="$PWD/target/schemathesis/events.ndjson"
 mkdir -p "$(dirname "$report")"
 echo "schemathesis: $("$VENV/bin/schemathesis" --version) against $base/openapi.json, up to $EXAMPLES cases per operation and phase"
 status=0
-"$VENV/bin/schemathesis" run "$base/openapi.json" \
+# From the scratch dir, where schemathesis may leave its crash cache.
+(cd "$work" && "$VENV/bin/schemathesis" run "$base/openapi.json" \
   --header "Authorization: Bearer $token" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
-  --phases examples,coverage,fuzzing \
+  --phases examples,coverage,fuzzing,stateful \
   --mode all \
   --max-examples "$EXAMPLES" \
   --workers 1 \
@@ -90,7 +91,7 @@ status=0
   --generation-database none \
   --suppress-health-check all \
   --no-color \
-  --report ndjson --report-ndjson-path "$report" || status=$?
+  --report ndjson --report-ndjson-path "$report") || status=$?
 
 # The answers by operation and status, from the run's events.
 "$VENV/bin/python" - "$report" <<'PY'

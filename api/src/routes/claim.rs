@@ -78,7 +78,42 @@ crate::problems!(
         "request": {"amount": "25.00", "currency": "EUR", "customer": "cus_42"}
     })),
     responses(
-        (status = 201, description = "New key (or one past its replay window); the caller owns it.", body = ClaimedView),
+        (
+            status = 201,
+            description = "New key (or one past its replay window); the caller owns it.",
+            body = ClaimedView,
+            // What the owner does next, with its token: for readers, and for
+            // Schemathesis's stateful phase, which follows links.
+            links(
+                ("lookup" = (operation_id = "lookup", parameters(
+                    ("operation" = "$request.path.operation"), ("key" = "$request.path.key")))),
+                ("complete" = (operation_id = "complete", parameters(
+                    ("operation" = "$request.path.operation"), ("key" = "$request.path.key")),
+                    request_body = json!({
+                        "owner_token": "$response.body#/owner_token",
+                        "outcome": {"status_code": 201, "body": {"charge": "ch_1"}}
+                    }))),
+                ("heartbeat" = (operation_id = "heartbeat", parameters(
+                    ("operation" = "$request.path.operation"), ("key" = "$request.path.key")),
+                    request_body = json!({"owner_token": "$response.body#/owner_token"}))),
+                ("release" = (operation_id = "release", parameters(
+                    ("operation" = "$request.path.operation"), ("key" = "$request.path.key")),
+                    request_body = json!({"owner_token": "$response.body#/owner_token"}))),
+                ("quarantine" = (operation_id = "quarantine", parameters(
+                    ("operation" = "$request.path.operation"), ("key" = "$request.path.key")),
+                    request_body = json!({
+                        "owner_token": "$response.body#/owner_token",
+                        "reason": "provider timed out"
+                    }))),
+                ("recordStep" = (operation_id = "recordStep", parameters(
+                    ("operation" = "$request.path.operation"), ("key" = "$request.path.key"),
+                    ("step" = "charge")),
+                    request_body = json!({
+                        "owner_token": "$response.body#/owner_token",
+                        "provider_ref": "ch_1"
+                    }))),
+            ),
+        ),
         (status = 200, description = "`recovering` (a takeover) or `completed` (a replay).", body = ClaimOk),
         ClaimProblems,
     ),

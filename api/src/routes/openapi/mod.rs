@@ -25,6 +25,7 @@ use std::sync::LazyLock;
 
 use actix_web::http::header;
 use actix_web::{get, HttpResponse};
+use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type as JsonType};
@@ -68,10 +69,14 @@ pub fn generate() -> Document {
 
 /// The document as served: pretty JSON, as the snapshot keeps it.
 pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-    let mut doc = serde_json::to_value(generate()).expect("the document serialises");
-    // OpenAPI 3.1's `info.summary`, which utoipa 5's `Info` lacks.
-    doc["info"]["summary"] = SUMMARY.into();
-    let mut json = serde_json::to_string_pretty(&doc).expect("the document serialises");
+    let json = generate()
+        .to_pretty_json()
+        .expect("the document serialises");
+    // utoipa 5.5 names two members of a Link object in snake case; no other
+    // object of the document has members of these names.
+    let mut json = json
+        .replace("\"operation_id\": ", "\"operationId\": ")
+        .replace("\"request_body\": ", "\"requestBody\": ");
     json.push('\n');
     json
 });
@@ -105,6 +110,10 @@ impl Modify for Base {
         let mut info = Info::new("idemkey", env!("CARGO_PKG_VERSION"));
         info.license = Some(license);
         info.description = Some(include_str!("description.md").into());
+        // OpenAPI 3.1's `info.summary`, which utoipa 5's `Info` lacks: an
+        // extension map is serialised as it is (the builder would prefix
+        // `x-`).
+        info.extensions = Some(Extensions::from_iter([("summary", SUMMARY)]));
         doc.info = info;
         let bearer = HttpBuilder::new()
             .scheme(HttpAuthScheme::Bearer)
@@ -184,6 +193,9 @@ mod tests {
         let doc: Value = serde_json::from_str(&DOCUMENT).expect("openapi.json is JSON");
         assert_eq!(doc["openapi"], "3.1.0");
         assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+        let claimed = &doc["paths"]["/v1/keys/{operation}/{key}/claim"]["post"]["responses"]["201"];
+        assert_eq!(claimed["links"]["complete"]["operationId"], "complete");
+        assert!(claimed["links"]["complete"]["requestBody"].is_object());
         assert_eq!(
             doc["components"]["schemas"]["ErrorCode"]["enum"]
                 .as_array()
