@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use idemkey_api::auth::Role;
 use idemkey_api::routes::routes;
 use idemkey_tests::app::Answer;
-use idemkey_tests::openapi::{document, operations, probe, resolve};
+use idemkey_tests::openapi::{document, operations, probe, resolve, METHODS};
 use idemkey_tests::TestApp;
 
 #[tokio::test]
@@ -49,6 +49,37 @@ async fn the_document_describes_exactly_the_routes_the_server_registers() {
             "{route:?} is not routed: {}",
             answer.text
         );
+    }
+}
+
+/// The other half of "exactly": on a documented path, a method the document
+/// does not name is not served (the app's `no_route`, never a handler).
+#[tokio::test]
+async fn a_method_the_document_does_not_name_is_not_served() {
+    let app = TestApp::spawn().await;
+    let registered = routes();
+    let paths: BTreeSet<&str> = registered.iter().map(|r| r.path.as_str()).collect();
+
+    for path in paths {
+        for method in METHODS {
+            if registered
+                .iter()
+                .any(|r| r.path == path && r.method == method)
+            {
+                continue;
+            }
+            let answer = probe(&app, method, path, Some(&app.token)).await;
+            if method == "head" {
+                // A HEAD answer has no body to name its code.
+                assert_eq!(answer.status, 404, "{method} {path}");
+                continue;
+            }
+            assert!(
+                is_no_route(&answer),
+                "{method} {path} is served: {}",
+                answer.text
+            );
+        }
     }
 }
 
