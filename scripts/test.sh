@@ -23,6 +23,10 @@ export IDEMKEY_TEST_SUITE=1
 cargo build --workspace --bins
 cargo test --workspace "$@"
 
+# Schemathesis against a live server: every answer conforms to the served
+# OpenAPI document, and none is a server error.
+bash tests/schemathesis.sh
+
 # The SDKs' own test runners (Python, TypeScript), against real servers they
 # start from target/debug/idemkey; each installs its dependencies into a cache.
 for sdk_test in sdk/*/test.sh; do

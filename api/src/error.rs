@@ -120,6 +120,15 @@ error_codes! {
 }
 
 impl ErrorCode {
+    /// Whether answers with this code carry `Retry-After` (for the
+    /// documentation; `ApiError::retry_after` gives the value).
+    pub fn sends_retry_after(self) -> bool {
+        matches!(
+            self,
+            Self::InProgress | Self::RateLimited | Self::Unavailable
+        )
+    }
+
     /// The code of an engine refusal.
     pub fn of_refusal(r: &Refusal) -> Self {
         match r {
@@ -232,6 +241,7 @@ impl ResponseError for ApiError {
         if let Some(detail) = self.detail() {
             body.insert("detail".into(), json!(detail));
         }
+        debug_assert_eq!(self.retry_after().is_some(), code.sends_retry_after());
         let mut response = HttpResponse::build(code.status());
         response.content_type("application/problem+json");
         if let Some(after) = self.retry_after() {

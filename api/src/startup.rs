@@ -8,6 +8,7 @@ use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 use secrecy::ExposeSecret;
+use utoipa_actix_web::AppExt;
 
 use crate::archive::Archive;
 use crate::auth::Verifier;
@@ -86,7 +87,9 @@ impl Application {
                     routes::request_id::middleware,
                 ))
                 .app_data(state.clone())
+                .into_utoipa_app()
                 .configure(routes::configure)
+                .into_app()
                 .configure(|cfg| mount(cfg, &mount_config))
                 .default_service(web::to(routes::not_found))
         })

@@ -1,7 +1,7 @@
 //! `GET /openapi.json` over real HTTP, checked against the server that serves
 //! it (SPEC section 9): the document's paths and methods are exactly the
-//! routes the API registers (`idemkey_api::routes::ROUTES`, the table
-//! `configure` is generated from), its security and `x-roles` are what the
+//! routes the API registers (`idemkey_api::routes::routes()`, read from
+//! the document `configure` generates while it registers them), its security and `x-roles` are what the
 //! server enforces (the `/v1` calls and `/metrics` need a token), every
 //! error is a problem document, and every call takes and answers
 //! `X-Request-Id`. The schemas' members and error codes are checked in
@@ -10,9 +10,9 @@
 use std::collections::BTreeSet;
 
 use idemkey_api::auth::Role;
-use idemkey_api::routes::ROUTES;
+use idemkey_api::routes::routes;
 use idemkey_tests::app::Answer;
-use idemkey_tests::openapi::{document, operations, probe, resolve};
+use idemkey_tests::openapi::{document, operations, probe, resolve, METHODS};
 use idemkey_tests::TestApp;
 
 #[tokio::test]
@@ -27,9 +27,9 @@ async fn the_document_describes_exactly_the_routes_the_server_registers() {
         .into_iter()
         .map(|(method, path, _)| (method, path))
         .collect();
-    let registered: BTreeSet<(String, String)> = ROUTES
-        .iter()
-        .map(|r| (r.method.to_owned(), r.path.to_owned()))
+    let registered: BTreeSet<(String, String)> = routes()
+        .into_iter()
+        .map(|r| (r.method.to_owned(), r.path))
         .collect();
     assert_eq!(
         documented.difference(&registered).collect::<Vec<_>>(),
@@ -42,13 +42,44 @@ async fn the_document_describes_exactly_the_routes_the_server_registers() {
         "registered but not documented"
     );
     // The table is what the running server routes: no entry is a `no_route`.
-    for route in ROUTES {
-        let answer = probe(&app, route.method, route.path, Some(&app.token)).await;
+    for route in routes() {
+        let answer = probe(&app, route.method, &route.path, Some(&app.token)).await;
         assert!(
             !is_no_route(&answer),
             "{route:?} is not routed: {}",
             answer.text
         );
+    }
+}
+
+/// The other half of "exactly": on a documented path, a method the document
+/// does not name is not served (the app's `no_route`, never a handler).
+#[tokio::test]
+async fn a_method_the_document_does_not_name_is_not_served() {
+    let app = TestApp::spawn().await;
+    let registered = routes();
+    let paths: BTreeSet<&str> = registered.iter().map(|r| r.path.as_str()).collect();
+
+    for path in paths {
+        for method in METHODS {
+            if registered
+                .iter()
+                .any(|r| r.path == path && r.method == method)
+            {
+                continue;
+            }
+            let answer = probe(&app, method, path, Some(&app.token)).await;
+            if method == "head" {
+                // A HEAD answer has no body to name its code.
+                assert_eq!(answer.status, 404, "{method} {path}");
+                continue;
+            }
+            assert!(
+                is_no_route(&answer),
+                "{method} {path} is served: {}",
+                answer.text
+            );
+        }
     }
 }
 

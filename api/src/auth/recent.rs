@@ -11,24 +11,34 @@
 //! is checked on every hit, exactly as `jsonwebtoken` checks it.
 //!
 //! Only successes are remembered, so a refused token is refused by the full
-//! check every time. The map is bounded: when it holds [`CAPACITY`] tokens it
-//! starts over (one full verification per token afterwards), so a caller
-//! cycling through many valid tokens costs memory no more than that.
+//! check every time. The map is bounded (a quick_cache, `cache::bounded`):
+//! it holds at most [`CAPACITY`] tokens, evicting the least likely to be
+//! used again (one full verification for such a token when it comes back),
+//! so a caller cycling through many valid tokens costs memory no more than
+//! that.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use quick_cache::sync::Cache;
 
 use super::verify::LEEWAY_SECS;
 use super::Principal;
+use crate::cache::bounded;
 
 /// Most tokens remembered at once (a few hundred bytes each).
 const CAPACITY: usize = 10_000;
 
-#[derive(Default)]
 pub(super) struct VerifiedTokens {
-    tokens: Mutex<HashMap<Box<str>, Verified>>,
+    tokens: Cache<Box<str>, Verified>,
 }
 
+impl Default for VerifiedTokens {
+    fn default() -> Self {
+        Self {
+            tokens: bounded(CAPACITY),
+        }
+    }
+}
+
+#[derive(Clone)]
 struct Verified {
     principal: Principal,
     /// The token's `exp`, in seconds since the epoch.
@@ -39,19 +49,15 @@ impl VerifiedTokens {
     /// The principal of `token` if it verified before and `exp` still holds
     /// at `now` (seconds since the epoch).
     pub fn get(&self, token: &str, now: u64) -> Option<Principal> {
-        let tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-        let verified = tokens.get(token)?;
-        still_valid(verified.exp, now).then(|| verified.principal.clone())
+        let verified = self.tokens.get(token)?;
+        still_valid(verified.exp, now).then_some(verified.principal)
     }
 
     /// Remembers a token that passed the full check.
     pub fn insert(&self, token: &str, principal: &Principal, exp: u64) {
-        let mut tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-        if tokens.len() >= CAPACITY {
-            tokens.clear();
-        }
         let principal = principal.clone();
-        tokens.insert(token.into(), Verified { principal, exp });
+        self.tokens
+            .insert(token.into(), Verified { principal, exp });
     }
 }
 
@@ -84,14 +90,13 @@ mod tests {
     }
 
     #[test]
-    fn a_full_map_starts_over() {
+    fn a_full_map_stays_bounded_and_keeps_the_newest() {
         let tokens = VerifiedTokens::default();
         for i in 0..CAPACITY {
             tokens.insert(&i.to_string(), &principal(), u64::MAX);
         }
-        assert!(tokens.get("0", 0).is_some());
         tokens.insert("one more", &principal(), u64::MAX);
-        assert!(tokens.get("0", 0).is_none());
+        assert!(tokens.tokens.len() <= CAPACITY);
         assert!(tokens.get("one more", 0).is_some());
     }
 }

@@ -87,6 +87,15 @@ impl RoleSet {
         self.0 == 0
     }
 
+    /// Whether the set holds at least one of `any_of`, `admin` holding every
+    /// role of its tenant.
+    pub fn can(&self, any_of: &[Role]) -> bool {
+        let admin = self.has(Role::Admin);
+        any_of
+            .iter()
+            .any(|role| self.has(*role) || (admin && role.implied_by_admin()))
+    }
+
     /// The roles in the set, in [`Role::ALL`] order.
     pub fn iter(&self) -> impl Iterator<Item = Role> + '_ {
         Role::ALL.into_iter().filter(|role| self.has(*role))
@@ -142,10 +151,7 @@ impl Principal {
     /// Whether the caller holds at least one of `any_of`. An admin holds
     /// every role of its tenant; `metrics` only when the token names it.
     pub fn can(&self, any_of: &[Role]) -> bool {
-        let admin = self.roles.has(Role::Admin);
-        any_of
-            .iter()
-            .any(|role| self.roles.has(*role) || (admin && role.implied_by_admin()))
+        self.roles.can(any_of)
     }
 }
 

@@ -20,6 +20,7 @@
 //! on every node when their record is deleted or rewritten (see
 //! `Engine::evict`).
 
+mod bounded;
 mod local;
 mod redis;
 
@@ -29,6 +30,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
+pub use bounded::bounded;
 pub use local::LocalCache;
 pub use redis::RedisCache;
 

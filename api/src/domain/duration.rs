@@ -39,6 +39,12 @@ pub fn format_duration(d: Duration) -> String {
     format!("{ms}ms")
 }
 
+/// A duration as the API spells it: a whole number and one unit, such as
+/// `1500ms`, `90s`, `15m`, `24h`, `7d` (the schema of such strings).
+#[derive(utoipa::ToSchema)]
+#[schema(as = Duration, pattern = "^[0-9]{1,12}(ms|s|m|h|d)$", example = "24h")]
+pub struct DurationText(#[allow(dead_code)] String);
+
 #[cfg(test)]
 mod proptests;
 

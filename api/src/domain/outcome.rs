@@ -15,17 +15,47 @@ use sha2::{Digest, Sha256};
 
 use super::fingerprint::canonical_hash;
 
-#[derive(Deserialize)]
+/// The final outcome, stored and replayed as the exact text sent (number
+/// spellings, member order, whitespace). Any status code is an outcome, a
+/// business failure included.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Shape {
+#[schema(as = Outcome)]
+pub struct Shape {
+    #[schema(minimum = 100, maximum = 599)]
     status_code: u16,
+    /// Header name → value: names of HTTP token characters, values without
+    /// control characters other than tab.
     #[serde(default)]
+    #[schema(schema_with = header_map_schema)]
     headers: Option<BTreeMap<String, String>>,
+    /// Any JSON.
     #[serde(default)]
     #[allow(dead_code)]
+    #[schema(value_type = Option<serde_json::Value>)]
     body: Option<IgnoredAny>,
+    /// At most 1024 bytes.
     #[serde(default)]
     resource_id: Option<String>,
+}
+
+/// The schema of `headers`: what [`Outcome::parse`] accepts (the `http`
+/// crate's header names and values).
+fn header_map_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let text = |pattern: &str| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(pattern))
+    };
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::Object,
+            Type::Null,
+        ]))
+        .property_names(Some(text("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")))
+        .additional_properties(Some(text("^[^\\x00-\\x08\\x0A-\\x1F\\x7F]*$")))
+        .build()
 }
 
 #[derive(Debug, PartialEq, Eq)]

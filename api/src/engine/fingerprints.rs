@@ -8,13 +8,15 @@
 //! SHA-256 of the text and the rules' digest: two texts share an entry only
 //! if SHA-256 collides. Only successes are remembered; a text that is
 //! refused (invalid JSON, a number out of range) is checked again every
-//! time. The memo is bounded by entry count (about 100 bytes each).
+//! time. The memo is bounded by entry count (about 100 bytes each), a
+//! quick_cache like every bounded map here (`cache::bounded`).
 
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
 use sha2::{Digest, Sha256};
 
+use crate::cache::bounded;
 use crate::domain::fingerprint::{fingerprint_request, FingerprintError, FingerprintRules};
 use crate::domain::Fingerprint;
 
@@ -33,7 +35,7 @@ pub struct Fingerprints {
 impl Default for Fingerprints {
     fn default() -> Self {
         Self {
-            memo: Arc::new(Cache::new(CAPACITY)),
+            memo: Arc::new(bounded(CAPACITY)),
         }
     }
 }

@@ -14,6 +14,21 @@
 //! created the record, only the claim whose owner hash the row carries owns
 //! it; the others see the row as what it is, an attempt in progress. Every
 //! takeover and renewal is still each claim's own compare-and-swap.
+//!
+//! Why a map of our own rather than quick_cache's guards
+//! (`get_value_or_guard_async`, which the other caches' crate offers for
+//! this): a guard is a *cache fill* — the first caller computes the value in
+//! its own task and the value then stays in the cache. A flight is not:
+//! (1) the look runs as a task of its own, so a claim whose client goes away
+//! (its future dropped) does not abort the look the others are waiting on,
+//! where a dropped guard hands the work to the next waiter to start again;
+//! (2) a claim that needs a look newer than some moment must not join one
+//! that started earlier, and a guard's waiters can neither see when the
+//! fill started nor decline to wait on it; (3) the entry goes the moment
+//! the look ends, whereas a filled guard leaves its value for later callers
+//! until removed, and removing it after the fact races with those callers —
+//! the one answer this module must never give is a look that ended before
+//! the claim arrived.
 
 use std::collections::HashMap;
 use std::future::Future;

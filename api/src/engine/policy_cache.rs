@@ -9,38 +9,64 @@
 //! generation counter says so). Classes without a stored policy are cached
 //! too (as the defaults): they are the common case.
 //!
+//! At most [`CAPACITY`] classes are kept, in a bounded quick_cache
+//! (`cache::bounded`); each entry's read time is checked on every read, so
+//! an entry past [`POLICY_TTL`] is a miss even before it is evicted.
+//! Inserting and evicting take one lock (the generation's), so a read that
+//! started before an eviction can never slip its answer in after it;
+//! lookups take none.
+//!
 //! Caching a policy cannot break an invariant: a record's window and tiering
 //! time are fixed when the record is written, and ownership is decided by the
 //! database whatever policy a claim read.
 
-use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use quick_cache::sync::Cache;
+use quick_cache::Equivalent;
+
+use crate::cache::bounded;
 use crate::domain::{OperationName, Policy, TenantId};
 
 /// How long a policy read is reused on one node.
 pub const POLICY_TTL: Duration = Duration::from_secs(2);
-/// At most this many classes are cached; past it, the cache starts over.
+/// At most this many classes are cached; past it, the least likely to be
+/// read again are evicted.
 const CAPACITY: usize = 10_000;
 
 #[derive(Clone)]
 pub struct PolicyCache {
     ttl: Duration,
-    inner: Arc<Mutex<Inner>>,
+    entries: Arc<Cache<(TenantId, OperationName), Entry>>,
+    /// Bumped by every eviction; a read that started before it is not
+    /// cached. Held while inserting or evicting.
+    generation: Arc<Mutex<u64>>,
 }
 
-#[derive(Default)]
-struct Inner {
-    /// Bumped by every eviction; a read that started before it is not cached.
-    generation: u64,
-    len: usize,
-    entries: HashMap<TenantId, HashMap<OperationName, Entry>>,
-}
-
+#[derive(Clone)]
 struct Entry {
     read_at: Instant,
     policy: Arc<Policy>,
+}
+
+/// A cached class's key, borrowed: hashed and compared as the owned
+/// `(TenantId, OperationName)` is, so a lookup copies nothing.
+struct Class<'a>(&'a TenantId, &'a OperationName);
+
+impl Hash for Class<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As a tuple hashes: each member in turn.
+        self.0.hash(state);
+        self.1.hash(state);
+    }
+}
+
+impl Equivalent<(TenantId, OperationName)> for Class<'_> {
+    fn equivalent(&self, key: &(TenantId, OperationName)) -> bool {
+        *self.0 == key.0 && *self.1 == key.1
+    }
 }
 
 /// Taken before reading the store; lets [`PolicyCache::insert`] tell whether
@@ -62,19 +88,19 @@ impl PolicyCache {
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
-            inner: Arc::default(),
+            entries: Arc::new(bounded(CAPACITY)),
+            generation: Arc::default(),
         }
     }
 
     pub fn get(&self, t: &TenantId, op: &OperationName) -> Option<Arc<Policy>> {
-        let inner = self.lock();
-        let entry = inner.entries.get(t)?.get(op)?;
-        (entry.read_at.elapsed() < self.ttl).then(|| entry.policy.clone())
+        let entry = self.entries.get(&Class(t, op))?;
+        (entry.read_at.elapsed() < self.ttl).then_some(entry.policy)
     }
 
     pub fn ticket(&self) -> Ticket {
         Ticket {
-            generation: self.lock().generation,
+            generation: *self.lock(),
             started: Instant::now(),
         }
     }
@@ -82,49 +108,28 @@ impl PolicyCache {
     /// Remembers what a read that began at `ticket` found, unless the class
     /// was changed on this node since.
     pub fn insert(&self, ticket: Ticket, t: &TenantId, op: &OperationName, policy: Arc<Policy>) {
-        let mut inner = self.lock();
-        if inner.generation != ticket.generation {
+        let generation = self.lock();
+        if *generation != ticket.generation {
             return;
-        }
-        if inner.len >= CAPACITY {
-            let ttl = self.ttl;
-            for classes in inner.entries.values_mut() {
-                classes.retain(|_, e| e.read_at.elapsed() < ttl);
-            }
-            inner.entries.retain(|_, classes| !classes.is_empty());
-            inner.len = inner.entries.values().map(HashMap::len).sum();
-            if inner.len >= CAPACITY {
-                inner.entries.clear();
-                inner.len = 0;
-            }
         }
         let entry = Entry {
             read_at: ticket.started,
             policy,
         };
-        let classes = inner.entries.entry(t.clone()).or_default();
-        if classes.insert(op.clone(), entry).is_none() {
-            inner.len += 1;
-        }
+        self.entries.insert((t.clone(), op.clone()), entry);
     }
 
     /// Forgets a class (its policy was just changed on this node).
     pub fn evict(&self, t: &TenantId, op: &OperationName) {
-        let mut inner = self.lock();
-        inner.generation += 1;
-        let removed = inner
-            .entries
-            .get_mut(t)
-            .and_then(|classes| classes.remove(op))
-            .is_some();
-        if removed {
-            inner.len -= 1;
-        }
+        let mut generation = self.lock();
+        *generation += 1;
+        self.entries.remove(&Class(t, op));
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // The map is only a cache: after a panic elsewhere it is still usable.
-        self.inner
+    fn lock(&self) -> MutexGuard<'_, u64> {
+        // The counter is only a cache's: after a panic elsewhere it is still
+        // usable.
+        self.generation
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -192,6 +197,6 @@ mod tests {
             let op = OperationName::parse(&format!("op{i}")).unwrap();
             cache.insert(cache.ticket(), &a, &op, policy(5));
         }
-        assert!(cache.lock().len <= CAPACITY);
+        assert!(cache.entries.len() <= CAPACITY);
     }
 }

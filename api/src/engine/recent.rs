@@ -21,12 +21,21 @@
 //! snapshot. The cost of a lost event is bounded by the window: a claim may
 //! be told `in_progress` (retryable) up to that long after the owner
 //! finished.
+//!
+//! Both maps are bounded quick_caches (`cache::bounded`) whose values carry
+//! their own time, checked on every read: a snapshot is reused only within
+//! [`COALESCING_WINDOW`] of its read, and a change is remembered for
+//! [`CHANGE_KEPT`]. A change also drops the key's snapshot at once, so only
+//! a look already under way when the change was heard depends on the change
+//! still being remembered when it is kept.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use quick_cache::sync::Cache;
 use tokio::time::Instant;
 
+use crate::cache::bounded;
 use crate::domain::{KeyHash, RecordState, ScopedKey};
 use crate::store::KeyRecord;
 
@@ -35,6 +44,15 @@ pub const COALESCING_WINDOW: Duration = Duration::from_millis(250);
 
 /// A snapshot is not reused when its lease ends within this margin.
 const LEASE_MARGIN: Duration = Duration::from_millis(50);
+
+/// How long a heard change is remembered: longer than any snapshot taken
+/// before it can be kept.
+const CHANGE_KEPT: Duration = COALESCING_WINDOW
+    .saturating_mul(2)
+    .saturating_add(Duration::from_secs(1));
+
+/// Keys with a snapshot, and keys with a recent change, per node.
+const CAPACITY: usize = 100_000;
 
 struct Snapshot {
     /// When the look that read it started (a change after this moment
@@ -47,10 +65,10 @@ struct Snapshot {
 }
 
 pub(super) struct RecentLooks {
-    snapshots: moka::sync::Cache<KeyHash, Arc<Snapshot>>,
+    snapshots: Cache<KeyHash, Arc<Snapshot>>,
     /// When each key last changed, kept long enough to outlive any snapshot
     /// taken before the change.
-    changed: moka::sync::Cache<KeyHash, Instant>,
+    changed: Cache<KeyHash, Instant>,
     /// The last gap in the key-event stream: every earlier snapshot is void.
     gap: Mutex<Option<Instant>>,
 }
@@ -58,14 +76,8 @@ pub(super) struct RecentLooks {
 impl Default for RecentLooks {
     fn default() -> Self {
         Self {
-            snapshots: moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(COALESCING_WINDOW)
-                .build(),
-            changed: moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(COALESCING_WINDOW * 2 + Duration::from_secs(1))
-                .build(),
+            snapshots: bounded(CAPACITY),
+            changed: bounded(CAPACITY),
             gap: Mutex::new(None),
         }
     }
@@ -90,10 +102,13 @@ impl RecentLooks {
     /// row, its `observed_at` moved on by the snapshot's age.
     pub fn get(&self, k: &ScopedKey, since: Option<Instant>) -> Option<Arc<KeyRecord>> {
         let h = k.hash();
-        let s = self.snapshots.get(&h)?;
+        let s = self
+            .snapshots
+            .get(&h)
+            .filter(|s| s.read_at.elapsed() < COALESCING_WINDOW)?;
         let void_after = |t: Option<Instant>| t.is_some_and(|t| t >= s.started);
         if since.is_some_and(|since| s.started < since)
-            || void_after(self.changed.get(&h))
+            || void_after(self.last_change(h))
             || void_after(*self.gap.lock().unwrap_or_else(|p| p.into_inner()))
         {
             return None;
@@ -108,7 +123,7 @@ impl RecentLooks {
     /// Whether this node heard of a change of `k` (or a gap in the events)
     /// at or after `t`.
     pub fn changed_since(&self, k: &ScopedKey, t: Instant) -> bool {
-        self.changed.get(&k.hash()).is_some_and(|c| c >= t)
+        self.last_change(k.hash()).is_some_and(|c| c >= t)
             || self
                 .gap
                 .lock()
@@ -119,6 +134,12 @@ impl RecentLooks {
     /// The key changed: no snapshot taken before now may be used.
     pub fn changed(&self, h: KeyHash) {
         self.changed.insert(h, Instant::now());
+        self.snapshots.remove(&h);
+    }
+
+    /// When this node last heard `h` changed, within [`CHANGE_KEPT`].
+    fn last_change(&self, h: KeyHash) -> Option<Instant> {
+        self.changed.get(&h).filter(|c| c.elapsed() < CHANGE_KEPT)
     }
 
     /// Events may have been missed: no snapshot taken before now may be used.

@@ -18,7 +18,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, FromRequest, HttpRequest};
 
 use super::AppState;
-use crate::auth::{Principal, Role};
+use crate::auth::{Principal, Role, RoleSet};
 use crate::domain::{IdempotencyKey, OperationName, ScopedKey};
 use crate::error::{ApiError, ErrorCode};
 
@@ -92,10 +92,43 @@ impl<A: Access> FromRequest for KeyCaller<A> {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct KeyPath {
+/// The path segments of a key's routes, as the handlers read them and the
+/// document describes them.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct KeyPath {
+    /// The operation class, such as `charges.create`.
+    #[param(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$", example = "charges.create")]
     operation: String,
+    /// The idempotency key, percent-encoded as one path segment (leave only
+    /// `A–Z a–z 0–9 - . _ ~` unencoded; `/` is `%2F`). After decoding: 1–255
+    /// characters from 0x21 to 0x7E.
+    #[param(
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[!-~]{1,255}$",
+        example = "order-1042"
+    )]
     key: String,
+}
+
+/// The path segment of `/v1/operation-classes/{operation}`.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ClassPath {
+    /// The operation class, such as `charges.create`.
+    #[param(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$", example = "charges.create")]
+    pub operation: String,
+}
+
+/// The names of the roles whose tokens may make a call that needs `A`: the
+/// document's `x-roles`.
+pub fn role_names<A: Access>() -> Vec<&'static str> {
+    Role::ALL
+        .into_iter()
+        .filter(|role| RoleSet::from_iter([*role]).can(A::ROLES))
+        .map(|role| role.as_str())
+        .collect()
 }
 
 fn authorize<A: Access>(req: &HttpRequest) -> Result<Caller<A>, ApiError> {

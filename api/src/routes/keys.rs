@@ -1,186 +1,89 @@
-//! `/v1/keys/{operation}/{key}/…`: claim, the owner's calls, lookup.
+//! `/v1/keys/{operation}/{key}/…`: the owner's calls and lookup (the claim
+//! is in claim.rs).
 
 use actix_web::body::MessageBody;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::{get, post, web, HttpResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
-use super::body::{read_json, CLAIM_LIMIT, OUTCOME_LIMIT, SMALL_LIMIT};
-use super::caller::{KeyCaller, Owner, Reader};
-use std::collections::BTreeMap;
-
-use super::view::{
-    self, rfc3339, with_outcome, OwnedView, PreviousAttempt, RecordView, ReplayView, StepView,
-};
+use super::body::{read_json, OUTCOME_LIMIT, SMALL_LIMIT};
+use super::caller::{role_names, KeyCaller, KeyPath, Owner, Reader};
+use super::claim::lease_error;
+use super::openapi::schemas::OwnerToken;
+use super::view::{with_outcome, RecordView, ReleasedView};
 use super::AppState;
-use crate::domain::fingerprint::FingerprintError;
 use crate::domain::outcome::OutcomeError;
-use crate::domain::policy::LeaseOutOfRange;
 use crate::domain::usage::UsageEvent;
-use crate::domain::{Fingerprint, Outcome, ScopedKey};
-use crate::engine::{ClaimAnswer, ClaimRequest, OwnerCall};
+use crate::domain::{Outcome, ScopedKey};
+use crate::engine::OwnerCall;
 use crate::error::{ApiError, ErrorCode};
 use crate::store::KeyRecord;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ClaimBody {
-    request: Option<Box<RawValue>>,
-    fingerprint: Option<String>,
-    wait_ms: Option<u64>,
-    lease_ms: Option<u64>,
-}
-
-pub async fn claim(
-    state: web::Data<AppState>,
-    KeyCaller { key: k, .. }: KeyCaller<Owner>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    let started = std::time::Instant::now();
-    let answer = answer_claim(&state, k, payload).await;
-    let word = match &answer {
-        Ok((word, _)) => word,
-        Err(e) => e.code().as_str(),
-    };
-    state.engine.metrics.claim_answered(word, started.elapsed());
-    answer.map(|(_, response)| response)
-}
-
-/// The claim's answer and its `status` word.
-async fn answer_claim(
-    state: &AppState,
-    k: ScopedKey,
-    payload: web::Payload,
-) -> Result<(&'static str, HttpResponse), ApiError> {
-    let body: ClaimBody = read_json(payload, CLAIM_LIMIT).await?;
-    let policy = state.engine.policy(&k.tenant, &k.operation).await?;
-    let rules_digest = policy.fingerprint.digest();
-    let fingerprint = match (&body.request, &body.fingerprint) {
-        (Some(request), None) => {
-            (state.engine.fingerprints).of(request.get(), &policy.fingerprint, rules_digest)
-        }
-        (None, Some(hex)) => Fingerprint::parse_hex(hex),
-        _ => {
-            return Err(ApiError::bad_request(
-                ErrorCode::InvalidBody,
-                "send exactly one of `request` and `fingerprint`",
-            ))
-        }
-    }
-    .map_err(fingerprint_error)?;
-    let request = ClaimRequest {
-        fingerprint,
-        rules_digest,
-        request_json: body.request.as_ref().map(|r| r.get().to_owned()),
-        lease: policy.lease_for(body.lease_ms).map_err(lease_error)?,
-        wait_ms: body.wait_ms,
-    };
-    let started = std::time::Instant::now();
-    let answer = state.engine.claim(&k, &policy, &request).await;
-    state.usage.claim(&k, &answer, started.elapsed());
-    let answer = answer?;
-    let effect_id = || state.engine.effect_id(&k);
-    Ok(match answer {
-        ClaimAnswer::Claimed { record, token } => {
-            let effect_id = effect_id();
-            let view = owned("claimed", &record, token.expose(), &effect_id, None, None);
-            (
-                "claimed",
-                json(StatusCode::CREATED, with_outcome(&view, None)),
-            )
-        }
-        ClaimAnswer::Recovering {
-            record,
-            token,
-            previous,
-        } => {
-            let previous = PreviousAttempt {
-                attempt: previous.attempt,
-                claimed_at: rfc3339(previous.claimed_at),
-                lease_expires_at: rfc3339(previous.lease_expires_at),
-            };
-            let steps = view::steps(&state.engine, &k, &record.steps);
-            let effect_id = effect_id();
-            let view = owned(
-                "recovering",
-                &record,
-                token.expose(),
-                &effect_id,
-                Some(previous),
-                Some(steps),
-            );
-            (
-                "recovering",
-                json(StatusCode::OK, with_outcome(&view, None)),
-            )
-        }
-        ClaimAnswer::Completed { replay } => {
-            // Rendered once per cached copy (see `cache::Rendered`).
-            let body = replay.rendered.get_or_init(|| {
-                let view = ReplayView {
-                    status: "completed",
-                    replayed: true,
-                    attempt: replay.attempt,
-                    effect_id: &effect_id(),
-                    completed_at: Some(rfc3339(replay.completed_at)),
-                    expires_at: rfc3339(replay.expires_at),
-                };
-                with_outcome(&view, Some(&replay.outcome)).into()
-            });
-            ("completed", json(StatusCode::OK, body))
-        }
-    })
-}
-
-fn owned<'a>(
-    status: &'static str,
-    r: &KeyRecord,
-    token: &'a str,
-    effect_id: &'a str,
-    previous_attempt: Option<PreviousAttempt>,
-    steps: Option<BTreeMap<String, StepView>>,
-) -> OwnedView<'a> {
-    OwnedView {
-        status,
-        owner_token: token,
-        attempt: r.attempt,
-        lease_expires_at: rfc3339(r.lease_expires_at),
-        expires_at: rfc3339(r.protected_until()),
-        effect_id,
-        previous_attempt,
-        steps,
-    }
-}
-
-fn lease_error(e: LeaseOutOfRange) -> ApiError {
-    ApiError::bad_request(
-        ErrorCode::InvalidLease,
-        format!("lease_ms must be 1000-{}", e.max_ms),
-    )
-}
-
-fn fingerprint_error(e: FingerprintError) -> ApiError {
-    match e {
-        FingerprintError::InvalidHex => ApiError::bad_request(
-            ErrorCode::InvalidFingerprint,
-            "fingerprint must be 64 lowercase hex characters",
-        ),
-        FingerprintError::NumberOutOfRange(n) => ApiError::bad_request(
-            ErrorCode::NumberOutOfRange,
-            format!("the number {n} cannot be represented exactly as an IEEE double; send it as a string"),
-        ),
-        other => ApiError::bad_request(ErrorCode::InvalidRequest, other.to_string()),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CompleteBody {
+#[schema(as = CompleteRequest)]
+pub struct CompleteBody {
+    #[schema(value_type = OwnerToken)]
     owner_token: String,
+    #[schema(value_type = crate::domain::outcome::Shape)]
     outcome: Box<RawValue>,
 }
 
+crate::problems!(
+    /// What the owner's calls without an outcome can refuse with.
+    OwnerProblems: InvalidOperation, InvalidKey, InvalidJson, InvalidBody, Unauthorized,
+    Forbidden, NotFound, LeaseLost, AlreadyCompleted, Quarantined, PayloadTooLarge, RateLimited,
+    Unavailable
+);
+
+crate::problems!(
+    /// What complete can refuse with.
+    CompleteProblems: InvalidOperation, InvalidKey, InvalidJson, InvalidBody, InvalidOutcome,
+    Unauthorized, Forbidden, NotFound, LeaseLost, AlreadyCompleted, Quarantined,
+    PayloadTooLarge, OutcomeTooLarge, RateLimited, Unavailable
+);
+
+crate::problems!(
+    /// What a heartbeat can refuse with.
+    HeartbeatProblems: InvalidOperation, InvalidKey, InvalidJson, InvalidBody, InvalidLease,
+    Unauthorized, Forbidden, NotFound, LeaseLost, AlreadyCompleted, Quarantined,
+    PayloadTooLarge, RateLimited, Unavailable
+);
+
+/// The owner stores the final outcome
+///
+/// Roles: `client` (or `admin`), with the current attempt's `owner_token`.
+///
+/// The outcome is stored and replayed as the exact text sent. A repeat by
+/// the same token with an equal outcome (equal after RFC 8785
+/// canonicalisation) answers 200 again; a different outcome is 409
+/// `already_completed`. The stored outcome never changes. An owner whose
+/// lease ran out but was not taken over may still complete. The body may
+/// be up to 8 MiB + 64 KiB (413 `payload_too_large`); the outcome itself at
+/// most the class's `max_outcome_bytes` (413 `outcome_too_large`; the key
+/// stays in progress).
+#[utoipa::path(
+    tag = "keys",
+    operation_id = "complete",
+    params(KeyPath),
+    request_body(content = CompleteBody, example = json!({
+        "owner_token": "bAVmFf3kHEhstTFBg2VZnWx7HRA5TpZHRWF3u2Klv9E",
+        "outcome": {
+            "status_code": 201,
+            "headers": {"Location": "/charges/ch_1"},
+            "body": {"charge": "ch_1"},
+            "resource_id": "ch_1"
+        }
+    })),
+    responses(
+        (status = 200, description = "The record, now `completed`, with its `outcome`.", body = RecordView),
+        CompleteProblems,
+    ),
+    extensions(("x-roles" = json!(role_names::<Owner>()))),
+)]
+#[post("/complete")]
 pub async fn complete(
     state: web::Data<AppState>,
     KeyCaller { key: k, .. }: KeyCaller<Owner>,
@@ -196,13 +99,37 @@ pub async fn complete(
     Ok(record_response(&state, &k, &record))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct HeartbeatBody {
+#[schema(as = HeartbeatRequest)]
+pub struct HeartbeatBody {
+    #[schema(value_type = OwnerToken)]
     owner_token: String,
+    /// The new lease, 1000 up to the class's `max_lease`. Default the lease
+    /// this attempt claimed with.
+    #[schema(minimum = 1000)]
     lease_ms: Option<u64>,
 }
 
+/// The owner extends its lease
+///
+/// Roles: `client` (or `admin`), with the current attempt's `owner_token`.
+/// The lease is set to end at now + `lease_ms`, or, without it, now + the
+/// lease this attempt got when it claimed. It never extends the replay
+/// window. Body at most 64 KiB. An `invalid_lease` leaves the lease as it
+/// was.
+#[utoipa::path(
+    tag = "keys",
+    operation_id = "heartbeat",
+    params(KeyPath),
+    request_body = HeartbeatBody,
+    responses(
+        (status = 200, description = "The record with its new `lease_expires_at`.", body = RecordView),
+        HeartbeatProblems,
+    ),
+    extensions(("x-roles" = json!(role_names::<Owner>()))),
+)]
+#[post("/heartbeat")]
 pub async fn heartbeat(
     state: web::Data<AppState>,
     KeyCaller { key: k, .. }: KeyCaller<Owner>,
@@ -222,12 +149,33 @@ pub async fn heartbeat(
     Ok(record_response(&state, &k, &record))
 }
 
-#[derive(Deserialize)]
+/// The owner's token, and nothing else.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ReleaseBody {
+#[schema(as = OwnerRequest)]
+pub struct ReleaseBody {
+    #[schema(value_type = OwnerToken)]
     owner_token: String,
 }
 
+/// The owner gives the key back (no effect happened)
+///
+/// Roles: `client` (or `admin`), with the current attempt's `owner_token`.
+/// The record is deleted; the next claim, with any request, starts at
+/// attempt 1. Release only when you know no effect happened. Body at most
+/// 64 KiB.
+#[utoipa::path(
+    tag = "keys",
+    operation_id = "release",
+    params(KeyPath),
+    request_body = ReleaseBody,
+    responses(
+        (status = 200, description = "The record was removed; the key may be claimed anew.", body = ReleasedView),
+        OwnerProblems,
+    ),
+    extensions(("x-roles" = json!(role_names::<Owner>()))),
+)]
+#[post("/release")]
 pub async fn release(
     state: web::Data<AppState>,
     KeyCaller { key: k, .. }: KeyCaller<Owner>,
@@ -243,7 +191,10 @@ pub async fn release(
 }
 
 pub(super) fn released() -> HttpResponse {
-    json(StatusCode::OK, r#"{"status":"released"}"#.to_owned())
+    let view = ReleasedView {
+        status: super::openapi::schemas::ReleasedWord::Word,
+    };
+    json(StatusCode::OK, with_outcome(&view, None))
 }
 
 pub(super) fn outcome_error(e: OutcomeError) -> ApiError {
@@ -256,6 +207,29 @@ pub(super) fn outcome_error(e: OutcomeError) -> ApiError {
     }
 }
 
+crate::problems!(
+    /// What a lookup can refuse with.
+    LookupProblems: InvalidOperation, InvalidKey, Unauthorized, Forbidden, NotFound,
+    RateLimited, Unavailable
+);
+
+/// Read a key's record
+///
+/// Roles: `client`, `viewer` or `admin`. A key that was released, never
+/// existed, belongs to another tenant, or is gone (past its replay window)
+/// is 404 `not_found`. An archived key whose outcome the archive cannot
+/// give is 503 `unavailable`, never a 404.
+#[utoipa::path(
+    tag = "keys",
+    operation_id = "lookup",
+    params(KeyPath),
+    responses(
+        (status = 200, description = "The key's record.", body = RecordView),
+        LookupProblems,
+    ),
+    extensions(("x-roles" = json!(role_names::<Reader>()))),
+)]
+#[get("")]
 pub async fn lookup(
     state: web::Data<AppState>,
     KeyCaller { key: k, .. }: KeyCaller<Reader>,
@@ -273,7 +247,7 @@ pub(super) fn record_response(state: &AppState, k: &ScopedKey, record: &KeyRecor
     )
 }
 
-fn json(status: StatusCode, body: impl MessageBody + 'static) -> HttpResponse {
+pub(super) fn json(status: StatusCode, body: impl MessageBody + 'static) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("application/json")
         .body(body)

@@ -5,13 +5,16 @@
 //! paging stays stable while keys change: new keys land before the first
 //! page, never inside a page already read.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{get, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use super::caller::{Caller, Reader};
-use super::view::rfc3339;
+use super::caller::{role_names, Caller, Reader};
+use super::openapi::schemas::{EffectId, Timestamp};
+use super::view::{rfc3339, RecordStateWord};
 use super::AppState;
 use crate::domain::duration::parse_duration;
+use crate::domain::duration::DurationText;
 use crate::domain::{OperationName, ScopedKey};
 use crate::error::{ApiError, ErrorCode};
 use crate::store::{KeyRecord, ListCursor, ListQuery, ListState};
@@ -19,40 +22,98 @@ use crate::store::{KeyRecord, ListCursor, ListQuery, ListState};
 const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
 
-#[derive(Deserialize)]
+/// The list's query; every parameter is optional, and any other is 400
+/// `invalid_query`.
+#[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct Params {
+    /// `lease_expired`: in progress, lease run out, not yet taken over.
+    #[param(value_type = Option<ListStateWord>, inline)]
     state: Option<String>,
+    /// Only this operation class.
+    #[param(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$")]
     operation: Option<String>,
+    /// Only keys first claimed at least this long ago (at most `36500d`).
+    #[param(value_type = Option<DurationText>)]
     older_than: Option<String>,
+    /// Page size.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500, default = 50)]
     limit: Option<String>,
+    /// The `next_cursor` of the previous page (opaque).
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
+/// The states a list may be narrowed to.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // a schema: `parse` reads the words
+enum ListStateWord {
+    InProgress,
+    Completed,
+    Quarantined,
+    LeaseExpired,
+}
+
+/// One key of a list: its record without outcome, steps and history.
+#[derive(Serialize, ToSchema)]
+#[schema(as = KeyItem)]
 struct Item<'a> {
     operation: &'a str,
     key: &'a str,
+    #[schema(value_type = RecordStateWord, inline)]
     state: &'static str,
     attempt: i32,
+    #[schema(value_type = EffectId)]
     effect_id: String,
+    #[schema(value_type = Timestamp)]
     created_at: String,
+    #[schema(value_type = Timestamp)]
     claimed_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Timestamp, required = false)]
     lease_expires_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Timestamp, required = false)]
     completed_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
     quarantine_reason: Option<&'a str>,
+    #[schema(value_type = Timestamp)]
     expires_at: String,
 }
 
-#[derive(Serialize)]
+/// One page of keys.
+#[derive(Serialize, ToSchema)]
+#[schema(as = KeyPage)]
 struct Page<'a> {
     items: Vec<Item<'a>>,
+    /// The cursor of the next page; `null` on the last page.
+    #[schema(required = true)]
     next_cursor: Option<String>,
 }
 
+crate::problems!(
+    /// What a list can refuse with.
+    ListProblems: InvalidQuery, Unauthorized, Forbidden, RateLimited, Unavailable
+);
+
+/// List the tenant's live keys, newest first
+///
+/// Roles: `client`, `viewer` or `admin`. Lists keys not past their window,
+/// newest first by first claim, one page at a time. Paging is stable while
+/// keys change. Items leave out outcomes, steps and history. Stuck keys in
+/// practice: `state=lease_expired`, `state=quarantined`,
+/// `state=in_progress&older_than=1h`. Unknown parameters and bad values are
+/// 400 `invalid_query`.
+#[utoipa::path(
+    tag = "recovery",
+    operation_id = "listKeys",
+    params(Params),
+    responses((status = 200, description = "One page.", body = Page), ListProblems),
+    extensions(("x-roles" = json!(role_names::<Reader>()))),
+)]
+#[get("/v1/keys")]
 pub async fn list(
     state: web::Data<AppState>,
     caller: Caller<Reader>,

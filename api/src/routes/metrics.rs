@@ -11,15 +11,37 @@
 //!   `/metrics` and nothing else, without credentials. That is what
 //!   Prometheus should scrape.
 
-use actix_web::{web, App, HttpResponse, HttpServer};
+use actix_web::{get, web, App, HttpResponse, HttpServer};
 
-use super::caller::{Caller, Scraper};
+use super::caller::{role_names, Caller, Scraper};
 use super::AppState;
 use crate::error::ApiError;
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// `/metrics` on the API listener: for tokens with the `metrics` role.
+crate::problems!(
+    /// What `/metrics` on the API listener can refuse with.
+    ScrapeProblems: Unauthorized, Forbidden, RateLimited
+);
+
+/// Prometheus metrics
+///
+/// Role: `metrics` (and no other: `admin` does not imply it). OpenMetrics
+/// text exposition; counts only, never a tenant or a key, but across every
+/// tenant, hence its own role. The operator may also open a separate
+/// listener (`IDEMKEY_METRICS_LISTEN`, a private address) that serves this
+/// without credentials, for Prometheus. The metrics are listed in
+/// `docs/operations.md`.
+#[utoipa::path(
+    tag = "operations",
+    operation_id = "metrics",
+    responses(
+        (status = 200, description = "The metrics.", content_type = "application/openmetrics-text", body = String),
+        ScrapeProblems,
+    ),
+    extensions(("x-roles" = json!(role_names::<Scraper>()))),
+)]
+#[get("/metrics")]
 pub async fn scrape(
     _: Caller<Scraper>,
     state: web::Data<AppState>,

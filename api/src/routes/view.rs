@@ -1,8 +1,10 @@
-//! JSON views of records and claim answers.
+//! JSON views of records and claim answers, and their schemas.
 //!
 //! Outcomes are spliced in as the exact text the owner stored, so a replay is
 //! byte-for-byte what was completed (re-serialising through a JSON value would
-//! change number spellings such as `1.50`).
+//! change number spellings such as `1.50`). The `outcome` member is therefore
+//! no field of these types; [`Outcome`] documents it, and
+//! [`SplicedOutcome`] adds it to the schemas of the views that carry it.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -11,6 +13,14 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
+use utoipa::ToSchema;
+
+use super::openapi::schemas::{
+    ClaimedWord, CompletedWord, EffectId, Fingerprint, OwnerToken, RecoveringWord, ReleasedWord,
+    Timestamp,
+};
 
 use crate::domain::{RecordState, ScopedKey};
 use crate::engine::Engine;
@@ -22,49 +32,154 @@ fn opt_rfc3339(t: Option<DateTime<Utc>>) -> Option<String> {
     t.map(rfc3339)
 }
 
-/// A record as lookup (and every owner call) shows it.
-#[derive(Serialize)]
+/// A key's record. It never contains the owner token.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Record)]
 pub struct RecordView<'a> {
     operation: &'a str,
+    /// The decoded key.
     key: &'a str,
+    #[schema(value_type = RecordStateWord, inline)]
     state: &'static str,
+    #[schema(value_type = Fingerprint)]
     fingerprint: String,
+    #[schema(minimum = 1)]
     attempt: i32,
+    #[schema(value_type = EffectId)]
     effect_id: &'a str,
+    /// `hot` while the outcome is in the database, `archived` once the
+    /// tiering worker moved it to the archive (after the class's
+    /// `hot_retention`). Nothing else changes for the caller: an archived key
+    /// replays the same bytes.
+    #[schema(value_type = Tier, inline)]
     tier: &'static str,
+    /// The first claim; the replay window counts from here.
+    #[schema(value_type = Timestamp)]
     created_at: String,
+    /// When the current attempt claimed or took over.
+    #[schema(value_type = Timestamp)]
     claimed_at: String,
+    /// `in_progress` only.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Timestamp, required = false)]
     lease_expires_at: Option<String>,
+    /// `completed` only.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Timestamp, required = false)]
     completed_at: Option<String>,
+    /// Why the key was quarantined (kept after a resolve with an outcome).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
     quarantine_reason: Option<&'a str>,
+    /// When the replay protection of this key ends.
+    #[schema(value_type = Timestamp)]
     expires_at: String,
+    /// Each recorded step by name.
     steps: BTreeMap<String, StepView>,
+    /// The audit trail, oldest first; the first event and the latest 49.
+    #[schema(value_type = Vec<HistoryEvent>)]
     history: Value,
 }
 
+/// A record's `state`.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // a schema: the state's word comes from the store
+pub enum RecordStateWord {
+    InProgress,
+    Completed,
+    Quarantined,
+}
+
+/// Where a record's outcome is kept.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum Tier {
+    Hot,
+    Archived,
+}
+
+/// One event of a record's audit trail (written by the store's SQL).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct HistoryEvent {
+    #[schema(inline)]
+    event: HistoryEventKind,
+    /// The attempt the event belongs to (every event but `tiered`).
+    attempt: Option<i32>,
+    #[schema(value_type = Timestamp)]
+    at: String,
+    /// `true` on `claimed`, when the key was reused after its window.
+    renewed: Option<bool>,
+    step: Option<String>,
+    reason: Option<String>,
+    /// `owner`, `lease watch`, or for resolve `admin`/`owner` with `:` and
+    /// the token's `sub`.
+    by: Option<String>,
+    #[schema(inline)]
+    resolution: Option<Resolution>,
+    /// On `tiered`: the archive segment that now holds the outcome.
+    segment: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum HistoryEventKind {
+    Claimed,
+    TakenOver,
+    Step,
+    Completed,
+    Quarantined,
+    Resolved,
+    Tiered,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum Resolution {
+    Completed,
+    Released,
+}
+
 /// One finished step of a multi-step operation.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = Step)]
 pub struct StepView {
-    #[serde(default, skip_deserializing)]
+    /// The step's own effect id, `<effect_id>.<step>`.
     pub effect_id: String,
     pub provider_ref: String,
+    #[schema(value_type = Timestamp)]
     pub done_at: String,
+}
+
+/// A step as the record's `steps` column keeps it.
+#[derive(Deserialize)]
+struct StoredStep {
+    provider_ref: String,
+    done_at: String,
 }
 
 /// The record's steps with each step's own effect id.
 pub fn steps(engine: &Engine, k: &ScopedKey, steps_json: &str) -> BTreeMap<String, StepView> {
-    let mut steps: BTreeMap<String, StepView> =
+    let stored: BTreeMap<String, StoredStep> =
         serde_json::from_str(steps_json).unwrap_or_else(|e| {
             tracing::error!(error = %e, "unreadable steps column");
             BTreeMap::new()
         });
-    for (name, step) in &mut steps {
-        step.effect_id = engine.step_effect_id(k, name);
-    }
-    steps
+    stored
+        .into_iter()
+        .map(|(name, step)| {
+            let view = StepView {
+                effect_id: engine.step_effect_id(k, &name),
+                provider_ref: step.provider_ref,
+                done_at: step.done_at,
+            };
+            (name, view)
+        })
+        .collect()
 }
 
 impl<'a> RecordView<'a> {
@@ -94,38 +209,134 @@ impl<'a> RecordView<'a> {
     }
 }
 
-/// The answer to a claim that granted ownership (`claimed` or `recovering`).
-#[derive(Serialize)]
-pub struct OwnedView<'a> {
-    pub status: &'static str,
+/// The answer to a claim that granted ownership of a new key.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Claimed)]
+pub struct ClaimedView<'a> {
+    #[schema(inline)]
+    pub status: ClaimedWord,
+    #[schema(value_type = OwnerToken)]
     pub owner_token: &'a str,
+    /// Always 1.
+    #[schema(minimum = 1, maximum = 1)]
     pub attempt: i32,
+    #[schema(value_type = Timestamp)]
     pub lease_expires_at: String,
+    /// When the replay protection of this key ends.
+    #[schema(value_type = Timestamp)]
     pub expires_at: String,
+    #[schema(value_type = EffectId)]
     pub effect_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub previous_attempt: Option<PreviousAttempt>,
-    /// Steps already done (recovering answers only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub steps: Option<BTreeMap<String, StepView>>,
 }
 
-#[derive(Serialize)]
+/// A takeover. The record stays `in_progress` with the new attempt. Ask the
+/// provider about the effect id (and the steps' effect ids) before acting
+/// again.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Recovering)]
+pub struct RecoveringView<'a> {
+    #[schema(inline)]
+    pub status: RecoveringWord,
+    #[schema(value_type = OwnerToken)]
+    pub owner_token: &'a str,
+    #[schema(minimum = 2)]
+    pub attempt: i32,
+    #[schema(value_type = Timestamp)]
+    pub lease_expires_at: String,
+    #[schema(value_type = Timestamp)]
+    pub expires_at: String,
+    #[schema(value_type = EffectId)]
+    pub effect_id: &'a str,
+    pub previous_attempt: PreviousAttempt,
+    /// The steps already done, each by name.
+    pub steps: BTreeMap<String, StepView>,
+}
+
+/// The attempt a takeover replaced.
+#[derive(Serialize, ToSchema)]
 pub struct PreviousAttempt {
     pub attempt: i32,
+    #[schema(value_type = Timestamp)]
     pub claimed_at: String,
+    #[schema(value_type = Timestamp)]
     pub lease_expires_at: String,
 }
 
-/// The answer to a claim of a completed key.
-#[derive(Serialize)]
+/// The stored outcome of a completed key, exactly as it was stored.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Replay)]
 pub struct ReplayView<'a> {
-    pub status: &'static str,
+    #[schema(inline)]
+    pub status: CompletedWord,
+    /// Always `true`.
     pub replayed: bool,
     pub attempt: i32,
+    #[schema(value_type = EffectId)]
     pub effect_id: &'a str,
-    pub completed_at: Option<String>,
+    #[schema(value_type = Timestamp)]
+    pub completed_at: String,
+    #[schema(value_type = Timestamp)]
     pub expires_at: String,
+}
+
+/// The answer to a release.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Released)]
+pub struct ReleasedView {
+    #[schema(inline)]
+    pub status: ReleasedWord,
+}
+
+/// The answers a claim gives with 200: `recovering`, the previous owner's
+/// lease ran out and the caller took over (check the provider with the
+/// effect id before acting again), or `completed`, the replay of the stored
+/// outcome.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // a schema: the handler renders each variant
+pub enum ClaimOk<'a> {
+    Recovering(RecoveringView<'a>),
+    Replay(ReplayView<'a>),
+}
+
+/// The answers a resolve gives with 200: the record (resolved with an
+/// outcome) or `{"status": "released"}`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // a schema, never built
+pub enum Resolved<'a> {
+    Record(RecordView<'a>),
+    Released(ReleasedView),
+}
+
+/// Adds the spliced-in `outcome` member (see [`with_outcome`]) to the
+/// schemas of the views that carry it: a replay always, a record once it is
+/// completed.
+pub struct SplicedOutcome;
+
+impl utoipa::Modify for SplicedOutcome {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let schemas = &mut doc.components.get_or_insert_with(Default::default).schemas;
+        for (name, required, description) in [
+            ("Replay", true, None),
+            (
+                "Record",
+                false,
+                Some("`completed` only, exactly as stored."),
+            ),
+        ] {
+            let Some(RefOr::T(Schema::Object(object))) = schemas.get_mut(name) else {
+                unreachable!("{name} is an object schema");
+            };
+            let outcome = utoipa::openapi::schema::AllOfBuilder::new()
+                .item(utoipa::openapi::Ref::from_schema_name("Outcome"))
+                .description(description);
+            object.properties.insert("outcome".into(), outcome.into());
+            if required {
+                object.required.push("outcome".into());
+            }
+        }
+    }
 }
 
 /// Serialises `view` and appends the stored outcome text, if any, as its

@@ -1,7 +1,10 @@
 //! What differs between the two databases besides the SQL text: how a time
 //! is read from a row and bound as an argument, and where each dialect's
-//! statements are. Everything else — binding, running, decoding — is written
-//! once, generic over [`Dialect`] (`claims`, `recovery`).
+//! statements are. Everything else — binding, running, decoding, and where
+//! the dialects lock differently, whether a statement runs at all — is
+//! written once, generic over [`Dialect`], in each capability's `mod.rs`
+//! (`claims`, `recovery`, `classes`, `watch`, `usage`, `tiering`), with the
+//! dialects' text in its `postgres.rs` and `sqlite.rs`.
 //!
 //! Times: both dialects take "now" from the database's own clock inside the
 //! statement (Postgres `now()`, SQLite `julianday('now')`), so a statement
@@ -12,7 +15,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
 use super::{
-    claims, classes, hot_keys, recovery, rejections, usage, watch, StoreError, StoreResult,
+    claims, classes, hot_keys, recovery, rejections, tiering, usage, watch, StoreError, StoreResult,
 };
 
 pub trait Dialect: sqlx::Database {
@@ -26,6 +29,8 @@ pub trait Dialect: sqlx::Database {
     const WATCH: watch::Statements;
     /// Usage rows and the dashboard's counts.
     const USAGE: usage::Statements;
+    /// Tiering and cleanup.
+    const TIERING: tiering::Statements;
     /// Recent `key_reused` refusals.
     const REJECTIONS: rejections::Statements;
     /// The most claimed keys per class and minute.
@@ -64,11 +69,12 @@ pub trait Dialect: sqlx::Database {
 }
 
 impl Dialect for Postgres {
-    const CLAIMS: claims::Statements = super::postgres::CLAIMS;
-    const RECOVERY: recovery::Statements = super::postgres::RECOVERY;
+    const CLAIMS: claims::Statements = claims::POSTGRES;
+    const RECOVERY: recovery::Statements = recovery::POSTGRES;
     const CLASSES: classes::Statements = classes::POSTGRES;
     const WATCH: watch::Statements = watch::POSTGRES;
     const USAGE: usage::Statements = usage::POSTGRES;
+    const TIERING: tiering::Statements = tiering::POSTGRES;
     const REJECTIONS: rejections::Statements = rejections::POSTGRES;
     const HOT_KEYS: hot_keys::Statements = hot_keys::POSTGRES;
     const PARAMETER: &'static str = "$";
@@ -92,11 +98,12 @@ impl Dialect for Postgres {
 }
 
 impl Dialect for Sqlite {
-    const CLAIMS: claims::Statements = super::sqlite::CLAIMS;
-    const RECOVERY: recovery::Statements = super::sqlite::RECOVERY;
+    const CLAIMS: claims::Statements = claims::SQLITE;
+    const RECOVERY: recovery::Statements = recovery::SQLITE;
     const CLASSES: classes::Statements = classes::SQLITE;
     const WATCH: watch::Statements = watch::SQLITE;
     const USAGE: usage::Statements = usage::SQLITE;
+    const TIERING: tiering::Statements = tiering::SQLITE;
     const REJECTIONS: rejections::Statements = rejections::SQLITE;
     const HOT_KEYS: hot_keys::Statements = hot_keys::SQLITE;
     const PARAMETER: &'static str = "?";

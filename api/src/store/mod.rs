@@ -7,43 +7,33 @@
 //! previous read. No transaction is held open across a client's work.
 //!
 //! Two backends keep the same contract: Postgres (the production authority)
-//! and SQLite (the embedded default, one file in the data directory). The
+//! and SQLite (the embedded default, one file in the data directory), with
+//! one body per method and SQL text per dialect (see `dialect`). The
 //! end-to-end tests run one set of bodies against both
 //! (`idemkey_tests::on_every_backend!`).
 
-/// A record is gone — its key new again — once its replay window is over:
-/// a completed record at `expires_at`; one never completed (in progress or
-/// quarantined) only when, in addition, its last lease ended a whole window
-/// ago. The same rule as `domain::protected_until`, in each dialect; `$now`
-/// is the statement's clock (`now()` on Postgres, a bound parameter holding
-/// epoch milliseconds on SQLite).
-macro_rules! pg_gone {
-    () => {
-        " (expires_at <= now() and (state = 'completed' \
-           or lease_expires_at + window_ms * interval '1 millisecond' <= now())) "
+#[macro_use]
+mod fragments;
+
+/// Runs the same call on whichever backend is configured; on Postgres,
+/// through the breaker that fails fast while the database is away.
+macro_rules! dispatch {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            Store::Postgres($s) => $s.breaker().guard(async { $call }).await,
+            Store::Sqlite($s) => $call,
+        }
     };
 }
 
-/// SQLite's clock in epoch milliseconds. SQLite reads the clock once per
-/// statement, so every use within one statement is the same moment.
-macro_rules! sqlite_now {
-    () => {
-        " (cast(round((julianday('now') - 2440587.5) * 86400000.0) as integer)) "
-    };
-}
-
-macro_rules! sqlite_gone {
-    (now) => {
-        sqlite_gone!(" (cast(round((julianday('now') - 2440587.5) * 86400000.0) as integer)) ")
-    };
-    ($now:literal) => {
-        concat!(
-            " (expires_at <= ",
-            $now,
-            " and (state = 'completed' or lease_expires_at + window_ms <= ",
-            $now,
-            ")) "
-        )
+/// Runs the same call on whichever backend is configured, on Postgres
+/// without the breaker (calls that predate it, and the workers').
+macro_rules! each_backend {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            Store::Postgres($s) => $call,
+            Store::Sqlite($s) => $call,
+        }
     };
 }
 
@@ -67,10 +57,11 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use claims::postgres_sql;
 pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use hot_keys::{HotKey, HotKeyMinute};
-pub use postgres::{sql as postgres_sql, PgStore};
+pub use postgres::PgStore;
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,
     Version,
@@ -111,17 +102,6 @@ pub enum Store {
     Sqlite(SqliteStore),
 }
 
-/// Runs the same call on whichever backend is configured; on Postgres,
-/// through the breaker that fails fast while the database is away.
-macro_rules! dispatch {
-    ($self:ident, $s:ident => $call:expr) => {
-        match $self {
-            Store::Postgres($s) => $s.breaker().guard(async { $call }).await,
-            Store::Sqlite($s) => $call,
-        }
-    };
-}
-
 impl Store {
     /// Opens the backend named by the URL's scheme, with the default pool.
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
@@ -147,10 +127,7 @@ impl Store {
 
     /// Brings the schema up to date (creating the database if needed).
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        match self {
-            Store::Postgres(s) => s.migrate().await,
-            Store::Sqlite(s) => s.migrate().await,
-        }
+        each_backend!(self, s => s.migrate().await)
     }
 
     pub fn backend_name(&self) -> &'static str {
@@ -161,7 +138,7 @@ impl Store {
     }
 
     pub async fn ping(&self) -> StoreResult<()> {
-        dispatch!(self, s => s.ping().await)
+        dispatch!(self, s => Sql::on(s.pool()).ping().await)
     }
 
     /// The atomic fork: inserts a new in-progress record, or returns `None`

@@ -24,7 +24,7 @@ use object_only::{object_only, ObjectOnly};
 use serde::{Deserialize, Serialize};
 
 use super::{LeaseExpiry, Policy, MAX_OUTCOME_BYTES_CEILING, MIN_LEASE};
-use crate::domain::duration::{format_duration, parse_duration};
+use crate::domain::duration::{format_duration, parse_duration, DurationText};
 use crate::domain::fingerprint::FingerprintRules;
 
 /// No duration in a policy is shorter (SPEC: minimum `"1s"`).
@@ -39,25 +39,53 @@ pub const MAX_WAIT_CEILING: Duration = Duration::from_secs(60);
 pub const MAX_POINTERS: usize = 64;
 pub const MAX_POINTER_BYTES: usize = 1024;
 
-/// The JSON shape of a policy. On input every member is optional; the
-/// canonical form has them all.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A policy as JSON: every member is optional; a missing (or `null`)
+/// member takes its default. No duration may be shorter than `1s`. (The
+/// canonical form, [`Self::from_policy`], has every member.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = PolicyInput, example = json!({
+    "replay_window": "48h",
+    "lease": "90s",
+    "fingerprint": {"exclude": ["/request_id"], "decimal_fields": ["/amount"]}
+}))]
 pub struct PolicyDocument {
+    /// How long a key is protected from its first claim. Default `1d`;
+    /// `1s`–`365d`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<DurationText>)]
     pub replay_window: Option<String>,
+    /// How long a completed record's outcome stays in the database before the
+    /// tiering worker may move it to the archive. Default `1h`, capped at the
+    /// window; at most `replay_window` (equal to it: never archived).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<DurationText>)]
     pub hot_retention: Option<String>,
+    /// The lease of a claim without `lease_ms`. Default `30s`, capped at
+    /// `max_lease`; at most `max_lease`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<DurationText>)]
     pub lease: Option<String>,
+    /// The largest `lease_ms` a claim or heartbeat may ask for. Default `1h`;
+    /// at most `24h`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<DurationText>)]
     pub max_lease: Option<String>,
+    /// The cap on a claim's `wait_ms`. Default `10s`; at most `60s`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<DurationText>)]
     pub max_wait: Option<String>,
+    /// The largest outcome (as sent) complete accepts. Default 1048576.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 8388608)]
     pub max_outcome_bytes: Option<u64>,
+    /// What the next claim does when the owner's lease ran out: `takeover`
+    /// or `quarantine`. Default `takeover`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<LeaseExpiryWord>)]
     pub on_lease_expiry: Option<String>,
+    /// Which parts of `request` are protected. Default: all lists empty, the
+    /// whole request is protected.
     #[serde(
         default,
         deserialize_with = "object_only",
@@ -71,16 +99,35 @@ pub struct PolicyDocument {
     pub is_default: Option<bool>,
 }
 
-/// The `fingerprint` member: RFC 6901 pointers (see `domain::fingerprint`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The `fingerprint` member: RFC 6901 pointers (see `domain::fingerprint`),
+/// at most 64 per list, each at most 1024 bytes; a list left out (or `null`)
+/// is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = FingerprintRulesInput)]
 pub struct FingerprintDocument {
+    /// If not empty, only these values are protected.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 64)]
     pub include: Option<Vec<String>>,
+    /// These values are removed before fingerprinting.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 64)]
     pub exclude: Option<Vec<String>>,
+    /// Strings holding plain decimals here are normalised (`"25.00"` =
+    /// `"25"`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 64)]
     pub decimal_fields: Option<Vec<String>>,
+}
+
+/// The words of `on_lease_expiry`.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum LeaseExpiryWord {
+    Takeover,
+    Quarantine,
 }
 
 /// A policy value that is not allowed. `message` starts with `field`.

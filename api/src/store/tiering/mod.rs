@@ -30,13 +30,20 @@
 //! deleted, and its row is removed only after; a foreign key from the
 //! routing entry (Postgres) refuses to remove a segment still in use.
 
+mod batch;
 mod postgres;
 mod sqlite;
 
 use chrono::{DateTime, Utc};
+use sqlx::{Postgres, Sqlite};
 
-use super::{scoped_from, Store, StoreError, StoreResult};
-use crate::domain::{Fingerprint, ScopedKey, TenantId};
+use super::claims::Sql;
+use super::{Store, StoreResult};
+use crate::domain::{Fingerprint, ScopedKey};
+use batch::{slim_rows, Batch};
+
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
 
 /// A completed record due for tiering, with what is packed of it.
 #[derive(Debug, Clone)]
@@ -91,8 +98,18 @@ pub struct TierBatch {
 }
 
 enum Inner {
-    Postgres(postgres::PgTiering),
-    Sqlite(sqlite::SqliteTiering),
+    Postgres(Batch<Postgres>),
+    Sqlite(Batch<Sqlite>),
+}
+
+/// Runs the same call on the batch of either dialect.
+macro_rules! on_batch {
+    ($inner:expr, $b:ident => $call:expr) => {
+        match $inner {
+            Inner::Postgres($b) => $call,
+            Inner::Sqlite($b) => $call,
+        }
+    };
 }
 
 impl TierBatch {
@@ -102,10 +119,7 @@ impl TierBatch {
 
     /// Records segment `name` as `pending`, before it is uploaded.
     pub async fn reserve(&mut self, name: &str) -> StoreResult<()> {
-        match &mut self.inner {
-            Inner::Postgres(t) => t.reserve(name).await,
-            Inner::Sqlite(t) => t.reserve(name).await,
-        }
+        on_batch!(&mut self.inner, b => b.reserve(name).await)
     }
 
     /// Makes `segment` live and routes each placed record to it. `None` if
@@ -117,17 +131,12 @@ impl TierBatch {
         segment: SealedSegment<'_>,
         placed: &[Placement],
     ) -> StoreResult<Option<u64>> {
-        match &mut self.inner {
-            Inner::Postgres(t) => t.slim(&self.candidates, segment, placed).await,
-            Inner::Sqlite(t) => t.slim(&self.candidates, segment, placed).await,
-        }
+        let rows = slim_rows(&self.candidates, placed)?;
+        on_batch!(&mut self.inner, b => b.slim(segment, placed.len(), rows).await)
     }
 
     pub async fn commit(self) -> StoreResult<()> {
-        match self.inner {
-            Inner::Postgres(t) => t.commit().await,
-            Inner::Sqlite(t) => t.commit().await,
-        }
+        on_batch!(self.inner, b => b.commit().await)
     }
 }
 
@@ -136,12 +145,14 @@ impl Store {
     /// their window, oldest due first; `None` when there are none.
     pub async fn begin_tiering(&self, limit: u32) -> StoreResult<Option<TierBatch>> {
         let found = match self {
-            Store::Postgres(s) => postgres::begin(s, limit)
+            Store::Postgres(s) => Sql::on(s.pool())
+                .begin_tiering(limit)
                 .await?
-                .map(|(c, t)| (c, Inner::Postgres(t))),
-            Store::Sqlite(s) => sqlite::begin(s, limit)
+                .map(|(c, b)| (c, Inner::Postgres(b))),
+            Store::Sqlite(s) => Sql::on(s.pool())
+                .begin_tiering(limit)
                 .await?
-                .map(|(c, t)| (c, Inner::Sqlite(t))),
+                .map(|(c, b)| (c, Inner::Sqlite(b))),
         };
         Ok(found.map(|(candidates, inner)| TierBatch { candidates, inner }))
     }
@@ -149,59 +160,59 @@ impl Store {
     /// Removes up to `limit` records past their replay window (none whose
     /// lease is still running). How many it removed.
     pub async fn delete_expired(&self, limit: u32) -> StoreResult<u64> {
-        match self {
-            Store::Postgres(s) => s.delete_expired(limit).await,
-            Store::Sqlite(s) => s.delete_expired(limit).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).delete_expired(limit).await)
     }
 
     /// Marks up to `limit` segments nothing points at as `deleting` and
     /// names them: their objects are to be deleted, then
     /// [`Store::forget_segment`].
     pub async fn condemn_segments(&self, limit: u32) -> StoreResult<Vec<String>> {
-        match self {
-            Store::Postgres(s) => s.condemn_segments(limit).await,
-            Store::Sqlite(s) => s.condemn_segments(limit).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).condemn_segments(limit).await)
     }
 
     /// Removes a condemned segment's row once its object is gone.
     pub async fn forget_segment(&self, name: &str) -> StoreResult<bool> {
-        match self {
-            Store::Postgres(s) => s.forget_segment(name).await,
-            Store::Sqlite(s) => s.forget_segment(name).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).forget_segment(name).await)
     }
 
     pub async fn archive_lag(&self) -> StoreResult<ArchiveLag> {
-        match self {
-            Store::Postgres(s) => s.archive_lag().await,
-            Store::Sqlite(s) => s.archive_lag().await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).archive_lag().await)
     }
 }
 
-/// A byte count or offset as both databases store it (a signed 64-bit
-/// integer).
-fn to_i64(n: u64) -> StoreResult<i64> {
-    i64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{n} does not fit a 64-bit integer")))
-}
-
-/// A random id for a segment's advisory lock.
-fn lock_id() -> i64 {
-    rand::random()
-}
-
-/// The scoped key of a selected row.
-fn key_from<R: sqlx::Row>(row: &R) -> StoreResult<ScopedKey>
-where
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
-{
-    let tenant: String = row.try_get("tenant")?;
-    let operation: String = row.try_get("operation")?;
-    let key: String = row.try_get("key")?;
-    let tenant =
-        TenantId::parse(&tenant).map_err(|_| StoreError::Corrupt(format!("tenant {tenant:?}")))?;
-    scoped_from(&tenant, &operation, &key)
+/// Tiering's and cleanup's statements in one dialect. Where the dialects
+/// lock differently, the statement is absent (`None`) in SQLite, which
+/// serves one process whose worker runs tiering and cleanup one after the
+/// other.
+#[derive(Debug, Clone, Copy)]
+pub struct Statements {
+    /// 1 limit; completed records past their hot retention, inside their
+    /// window, oldest due first.
+    pub select_due: &'static str,
+    /// Whether `select_due` runs in the tiering transaction (its rows then
+    /// stay locked until the batch ends) or before it.
+    pub read_due_in_transaction: bool,
+    /// 1 lock id: taken in the tiering transaction before the segment is
+    /// reserved, and held until it ends, so a `pending` segment whose lock
+    /// is free has no live writer.
+    pub lock_segment: Option<&'static str>,
+    /// 1 name, 2 lock id; committed at once (outside the transaction).
+    pub reserve: &'static str,
+    /// 1 name, 2 length, 3 SHA-256, 4 records; only a `pending` segment.
+    pub make_live: &'static str,
+    /// 1 segment, 2 the placed rows as JSON (`slim_rows`); routes each row
+    /// only if it still holds exactly the outcome that was packed.
+    pub slim: &'static str,
+    /// 1 limit.
+    pub delete_expired: &'static str,
+    /// 1 limit: picks and locks the segments to condemn, in the condemning
+    /// transaction; `condemn` then takes their names.
+    pub condemn_candidates: Option<&'static str>,
+    /// 1 the candidates' names as a JSON array (with `condemn_candidates`),
+    /// else the limit; returns `name`.
+    pub condemn: &'static str,
+    /// 1 name.
+    pub forget: &'static str,
+    /// `tiering_due`, `cleanup_due`, `segments`, `records`, `bytes`, `now`.
+    pub lag: &'static str,
 }

@@ -14,6 +14,12 @@ use super::dialect::Dialect;
 use super::{Store, StoreResult};
 use crate::domain::{OperationName, TenantId};
 
+mod postgres;
+mod sqlite;
+
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
+
 /// A stored policy, as written.
 #[derive(Debug, Clone)]
 pub struct StoredClass {
@@ -40,59 +46,13 @@ pub struct Statements {
     pub rules: &'static str,
 }
 
-pub(super) const POSTGRES: Statements = Statements {
-    find: "select policy, created_at, updated_at from operation_class \
-           where tenant = $1 and operation = $2",
-    put: "insert into operation_class (tenant, operation, policy, created_at, updated_at) \
-          values ($1, $2, $3, now(), now()) \
-          on conflict on constraint operation_class_pkey \
-            do update set policy = excluded.policy, updated_at = now() \
-          returning policy, created_at, updated_at",
-    list: "select operation, policy, created_at, updated_at from operation_class \
-           where tenant = $1 order by operation",
-    delete: "delete from operation_class where tenant = $1 and operation = $2",
-    remember_rules: "insert into fingerprint_rules (digest, rules) values ($1, $2) \
-                     on conflict do nothing",
-    rules: "select rules from fingerprint_rules where digest = $1",
-};
-
-pub(super) const SQLITE: Statements = Statements {
-    find: "select policy, created_at, updated_at from operation_class \
-           where tenant = ?1 and operation = ?2",
-    put: concat!(
-        "insert into operation_class (tenant, operation, policy, created_at, updated_at) \
-         values (?1, ?2, ?3,",
-        sqlite_now!(),
-        ",",
-        sqlite_now!(),
-        ") on conflict (tenant, operation) do update set policy = excluded.policy, updated_at =",
-        sqlite_now!(),
-        "returning policy, created_at, updated_at"
-    ),
-    list: "select operation, policy, created_at, updated_at from operation_class \
-           where tenant = ?1 order by operation",
-    delete: "delete from operation_class where tenant = ?1 and operation = ?2",
-    remember_rules: concat!(
-        "insert into fingerprint_rules (digest, rules, created_at) values (?1, ?2,",
-        sqlite_now!(),
-        ") on conflict do nothing"
-    ),
-    rules: "select rules from fingerprint_rules where digest = ?1",
-};
-
 impl Store {
     pub async fn find_class(
         &self,
         t: &TenantId,
         op: &OperationName,
     ) -> StoreResult<Option<StoredClass>> {
-        match self {
-            Store::Postgres(s) => {
-                let sql = Sql::on(s.pool());
-                s.breaker().guard(sql.find_class(t, op)).await
-            }
-            Store::Sqlite(s) => Sql::on(s.pool()).find_class(t, op).await,
-        }
+        dispatch!(self, s => Sql::on(s.pool()).find_class(t, op).await)
     }
 
     /// Inserts or replaces the class's policy.
@@ -102,42 +62,27 @@ impl Store {
         op: &OperationName,
         policy_json: &str,
     ) -> StoreResult<StoredClass> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).put_class(t, op, policy_json).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).put_class(t, op, policy_json).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).put_class(t, op, policy_json).await)
     }
 
     /// Every class of the tenant with a stored policy, by operation name.
     pub async fn list_classes(&self, t: &TenantId) -> StoreResult<Vec<(String, StoredClass)>> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).list_classes(t).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).list_classes(t).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).list_classes(t).await)
     }
 
     /// Removes the class's policy. True if there was one.
     pub async fn delete_class(&self, t: &TenantId, op: &OperationName) -> StoreResult<bool> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).delete_class(t, op).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).delete_class(t, op).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).delete_class(t, op).await)
     }
 
     /// Keeps a rule set under its digest; one already there is left alone.
     pub async fn remember_rules(&self, digest: &[u8; 32], rules_json: &str) -> StoreResult<()> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).remember_rules(digest, rules_json).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).remember_rules(digest, rules_json).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).remember_rules(digest, rules_json).await)
     }
 
     /// The rule set kept under `digest`, as JSON.
     pub async fn rules(&self, digest: &[u8; 32]) -> StoreResult<Option<String>> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).rules(digest).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).rules(digest).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).rules(digest).await)
     }
 }
 

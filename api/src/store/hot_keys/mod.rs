@@ -4,7 +4,8 @@
 //! replaced by the node's newer figure (a floor of the key's claims, which
 //! only grows); a read sums the nodes. Pruned with the usage rows.
 //!
-//! Written once for both dialects (see `dialect`); only the SQL differs.
+//! Written once for both dialects (see `dialect`); only the SQL differs,
+//! in `postgres.rs` and `sqlite.rs` beside this file.
 
 use chrono::{DateTime, Utc};
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
@@ -13,6 +14,12 @@ use super::claims::{generic_sql, Sql};
 use super::dialect::Dialect;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::{OperationName, TenantId};
+
+mod postgres;
+mod sqlite;
+
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
 
 /// Rows added per statement (each row binds 6 values).
 const BATCH: usize = 500;
@@ -52,44 +59,12 @@ pub struct Statements {
     pub prune: &'static str,
 }
 
-pub(super) const POSTGRES: Statements = Statements {
-    add: "insert into hot_key_minute (tenant, operation, minute, key, node, claims) values ",
-    on_conflict: " on conflict (tenant, operation, minute, key, node) do update \
-                  set claims = greatest(hot_key_minute.claims, excluded.claims)",
-    top: "select operation, key, claims from ( \
-            select operation, key, sum(claims)::bigint as claims, \
-                   row_number() over (partition by operation order by sum(claims) desc, key) as n \
-              from hot_key_minute where tenant = $1 and minute >= $2 \
-             group by operation, key) ranked \
-          where n <= $3 order by operation, claims desc, key",
-    prune: "delete from hot_key_minute where (tenant, operation, minute, key, node) in \
-            (select tenant, operation, minute, key, node from hot_key_minute \
-              where minute < $1 limit $2)",
-};
-
-pub(super) const SQLITE: Statements = Statements {
-    add: "insert into hot_key_minute (tenant, operation, minute, key, node, claims) values ",
-    on_conflict: " on conflict (tenant, operation, minute, key, node) do update \
-                  set claims = max(hot_key_minute.claims, excluded.claims)",
-    top: "select operation, key, claims from ( \
-            select operation, key, sum(claims) as claims, \
-                   row_number() over (partition by operation order by sum(claims) desc, key) as n \
-              from hot_key_minute where tenant = ?1 and minute >= ?2 \
-             group by operation, key) \
-          where n <= ?3 order by operation, claims desc, key",
-    prune: "delete from hot_key_minute where rowid in \
-            (select rowid from hot_key_minute where minute < ?1 limit ?2)",
-};
-
 impl Store {
     /// Writes the nodes' figures for the keys' minutes, all or nothing
     /// (writing the same figures again changes nothing). A (tenant, class,
     /// minute, key, node) appears at most once per call.
     pub async fn add_hot_keys(&self, rows: &[HotKeyMinute]) -> StoreResult<()> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).add_hot_keys(rows).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).add_hot_keys(rows).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).add_hot_keys(rows).await)
     }
 
     /// Per class, the `per_class` keys of the tenant with the most claims
@@ -100,18 +75,12 @@ impl Store {
         since: DateTime<Utc>,
         per_class: u32,
     ) -> StoreResult<Vec<HotKey>> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).hot_keys(tenant, since, per_class).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).hot_keys(tenant, since, per_class).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).hot_keys(tenant, since, per_class).await)
     }
 
     /// Deletes up to `limit` rows older than `before`; how many it did.
     pub async fn prune_hot_keys(&self, before: DateTime<Utc>, limit: u32) -> StoreResult<u64> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).prune_hot_keys(before, limit).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).prune_hot_keys(before, limit).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).prune_hot_keys(before, limit).await)
     }
 }
 

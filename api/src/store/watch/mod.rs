@@ -10,6 +10,12 @@ use super::dialect::Dialect;
 use super::{scoped_from, Store, StoreResult, Version};
 use crate::domain::{OwnerTokenHash, ScopedKey, TenantId};
 
+mod postgres;
+mod sqlite;
+
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
+
 /// One kind of stuck key: how many, and the oldest one's reference time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StuckCount {
@@ -22,72 +28,6 @@ pub struct StuckCount {
     pub now: DateTime<Utc>,
 }
 
-// Stuck keys are those not gone yet (`pg_gone!`, `sqlite_gone!`).
-const PG_SUMMARY: &str = concat!(
-    "select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest, now() as now \
-      from idempotency_key where state = 'in_progress' \
-    union all \
-    select 'lease_expired', count(*), min(lease_expires_at), now() \
-      from idempotency_key where state = 'in_progress' and lease_expires_at <= now() \
-       and not",
-    pg_gone!(),
-    "union all \
-    select 'quarantined', count(*), min(updated_at), now() \
-      from idempotency_key where state = 'quarantined' and not",
-    pg_gone!()
-);
-
-// Only what the watch acts on — expired leases of classes that quarantine
-// on lease expiry (takeover classes wait for their next claim) — and fairly:
-// each tenant's oldest first, then each tenant's second, so one tenant's
-// backlog cannot crowd the others out of a batch.
-const PG_EXPIRED: &str = concat!(
-    "select tenant, operation, key, attempt, owner_token_hash from ( \
-       select k.tenant, k.operation, k.key, k.attempt, k.owner_token_hash, k.lease_expires_at, \
-              row_number() over (partition by k.tenant order by k.lease_expires_at) as turn \
-         from operation_class c join idempotency_key k \
-           on k.tenant = c.tenant and k.operation = c.operation \
-        where c.policy::jsonb ->> 'on_lease_expiry' = 'quarantine' \
-          and k.state = 'in_progress' and k.lease_expires_at <= now() and not",
-    pg_gone!(),
-    ") due order by turn, lease_expires_at limit $1"
-);
-
-const SQLITE_SUMMARY: &str = concat!(
-    "select 'in_progress' as kind, count(*) as n, min(claimed_at) as oldest,",
-    sqlite_now!(),
-    "as now from idempotency_key where state = 'in_progress' \
-    union all \
-    select 'lease_expired', count(*), min(lease_expires_at),",
-    sqlite_now!(),
-    "\
-      from idempotency_key where state = 'in_progress' and lease_expires_at <=",
-    sqlite_now!(),
-    " \
-       and not",
-    sqlite_gone!(now),
-    "union all \
-    select 'quarantined', count(*), min(updated_at),",
-    sqlite_now!(),
-    "\
-      from idempotency_key where state = 'quarantined' and not",
-    sqlite_gone!(now)
-);
-
-const SQLITE_EXPIRED: &str = concat!(
-    "select tenant, operation, key, attempt, owner_token_hash from ( \
-       select k.tenant, k.operation, k.key, k.attempt, k.owner_token_hash, k.lease_expires_at, \
-              row_number() over (partition by k.tenant order by k.lease_expires_at) as turn \
-         from operation_class c join idempotency_key k \
-           on k.tenant = c.tenant and k.operation = c.operation \
-        where json_extract(c.policy, '$.on_lease_expiry') = 'quarantine' \
-          and k.state = 'in_progress' and k.lease_expires_at <=",
-    sqlite_now!(),
-    " and not",
-    sqlite_gone!(now),
-    ") due order by turn, lease_expires_at limit ?1"
-);
-
 /// The lease watch's statements in one dialect.
 #[derive(Debug, Clone, Copy)]
 pub struct Statements {
@@ -96,16 +36,6 @@ pub struct Statements {
     /// 1 limit.
     pub expired: &'static str,
 }
-
-pub(super) const POSTGRES: Statements = Statements {
-    summary: PG_SUMMARY,
-    expired: PG_EXPIRED,
-};
-
-pub(super) const SQLITE: Statements = Statements {
-    summary: SQLITE_SUMMARY,
-    expired: SQLITE_EXPIRED,
-};
 
 fn kind(s: &str) -> &'static str {
     match s {
@@ -117,20 +47,14 @@ fn kind(s: &str) -> &'static str {
 
 impl Store {
     pub async fn stuck_counts(&self) -> StoreResult<Vec<StuckCount>> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).stuck_counts().await,
-            Store::Sqlite(s) => Sql::on(s.pool()).stuck_counts().await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).stuck_counts().await)
     }
 
     /// In-progress keys whose lease ran out (and not gone) in classes that
     /// quarantine on lease expiry, fairly across tenants (each tenant's
     /// oldest first), with the version each was seen at.
     pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).expired_leases(limit).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).expired_leases(limit).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).expired_leases(limit).await)
     }
 }
 

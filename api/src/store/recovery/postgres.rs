@@ -2,6 +2,8 @@
 //! listing stuck keys. Each transition is still one guarded statement (a
 //! resolve that releases is a delete plus its audit row, in one transaction).
 
+use super::Statements;
+
 /// The step is already recorded.
 macro_rules! has_step {
     () => {
@@ -16,36 +18,36 @@ const RECORD_STEP: &str = concat!(
     has_step!(),
     "then steps else (steps::jsonb || jsonb_build_object($5::text, \
          jsonb_build_object('provider_ref', $6::text, 'done_at', ",
-    now_text!(),
+    pg_now_text!(),
     ")))::text end, \
        history = case when",
     has_step!(),
     "then history else",
-    history_with!("'event', 'step', 'attempt', attempt, 'step', $5::text"),
+    pg_history_with!("'event', 'step', 'attempt', attempt, 'step', $5::text"),
     "end, updated_at = now() \
      where",
-    scoped!(),
+    pg_scoped!(),
     "and state = 'in_progress' and owner_token_hash = $4",
-    live!(),
+    pg_live!(),
     "and (not",
     has_step!(),
     "or steps::jsonb -> $5 ->> 'provider_ref' = $6) \
      and (",
     has_step!(),
     "or (select count(*) from jsonb_object_keys(steps::jsonb)) < 64) returning",
-    record!()
+    pg_record!()
 );
 
 // $4 owner hash, $5 reason
 const QUARANTINE: &str = concat!(
     "update idempotency_key set state = 'quarantined', quarantine_reason = $5, updated_at = now(), ",
-    append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', $5::text, 'by', 'owner'"),
+    pg_append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', $5::text, 'by', 'owner'"),
     "where",
-    scoped!(),
+    pg_scoped!(),
     "and state = 'in_progress' and owner_token_hash = $4",
-    live!(),
+    pg_live!(),
     "returning",
-    record!()
+    pg_record!()
 );
 
 /// Quarantined, or (for an admin, `$4` null) in progress with its lease run
@@ -61,27 +63,27 @@ macro_rules! resolvable {
 const RESOLVE_COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
        completed_at = now(), updated_at = now(),",
-    window_after_completion!(),
+    pg_window_after_completion!(),
     ",",
-    append_history!(
+    pg_append_history!(
         "'event', 'resolved', 'resolution', 'completed', 'attempt', attempt, 'by', $7::text"
     ),
     "where",
-    scoped!(),
+    pg_scoped!(),
     resolvable!(),
-    live!(),
+    pg_live!(),
     "returning",
-    record!()
+    pg_record!()
 );
 
 // $4 owner hash or null, $5 actor, $6 reason
 const RESOLVE_RELEASE: &str = concat!(
     "delete from idempotency_key where",
-    scoped!(),
+    pg_scoped!(),
     resolvable!(),
-    live!(),
+    pg_live!(),
     "returning attempt,",
-    history_with!(
+    pg_history_with!(
         "'event', 'resolved', 'resolution', 'released', 'attempt', attempt, 'by', $5::text, 'reason', $6::text"
     ),
     "as history"
@@ -94,7 +96,7 @@ const KEEP_RELEASE: &str = "insert into key_release \
 // (ms), $6..$8 cursor, $9 limit
 const LIST: &str = concat!(
     "select operation, key,",
-    record!(),
+    pg_record!(),
     "from idempotency_key where tenant = $1 \
        and ($2::text is null or operation = $2) \
        and ($3::text is null or state = $3) \
@@ -106,13 +108,12 @@ const LIST: &str = concat!(
      order by created_at desc, operation desc, key desc limit $9"
 );
 
-/// Recovery in this dialect (see `store::recovery::Statements`).
-pub(in crate::store) const RECOVERY: crate::store::recovery::Statements =
-    crate::store::recovery::Statements {
-        record_step: RECORD_STEP,
-        quarantine: QUARANTINE,
-        resolve_complete: RESOLVE_COMPLETE,
-        resolve_release: RESOLVE_RELEASE,
-        keep_release: KEEP_RELEASE,
-        list: LIST,
-    };
+/// Recovery in this dialect (see `recovery::Statements`).
+pub(in crate::store) const POSTGRES: Statements = Statements {
+    record_step: RECORD_STEP,
+    quarantine: QUARANTINE,
+    resolve_complete: RESOLVE_COMPLETE,
+    resolve_release: RESOLVE_RELEASE,
+    keep_release: KEEP_RELEASE,
+    list: LIST,
+};

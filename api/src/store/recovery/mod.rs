@@ -13,6 +13,12 @@ use super::{
 };
 use crate::domain::{OwnerTokenHash, ScopedKey, TenantId};
 
+mod postgres;
+mod sqlite;
+
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
+
 /// Recovery's statements in one dialect; parameters 1-3 are the scoped key
 /// unless noted.
 #[derive(Debug, Clone, Copy)]

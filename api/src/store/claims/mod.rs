@@ -15,6 +15,13 @@ use super::{
 };
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
+mod postgres;
+mod sqlite;
+
+pub use postgres::sql as postgres_sql;
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
+
 /// The claim path's statements in one dialect. Every one takes the scoped
 /// key as parameters 1-3; the rest are documented beside each dialect's
 /// text. Those that return a record return the columns [`record`] reads,
@@ -57,8 +64,11 @@ pub(super) type Query<'q, D> = sqlx::query::Query<'q, D, <D as Database>::Argume
 /// record has. Written out on every generic `impl` (a where-clause is not
 /// implied through a trait).
 macro_rules! generic_sql {
-    (impl $($rest:tt)*) => {
-        impl<'a, D> Sql<'a, D>
+    (impl { $($body:tt)* }) => {
+        generic_sql!(impl<'a, D> Sql<'a, D> { $($body)* });
+    };
+    (impl<$($g:tt),*> $ty:ty { $($body:tt)* }) => {
+        impl<$($g),*> $ty
         where
             D: Dialect,
             for<'c> &'c mut <D as Database>::Connection: Executor<'c, Database = D>,
@@ -73,12 +83,18 @@ macro_rules! generic_sql {
             Option<Vec<u8>>: for<'q> Encode<'q, D> + Type<D>,
             Option<i64>: for<'q> Encode<'q, D> + Type<D>,
             Option<<D as Dialect>::Time>: for<'q> Encode<'q, D> + Type<D>,
-        $($rest)*
+        { $($body)* }
     };
 }
 pub(super) use generic_sql;
 
 generic_sql!(impl {
+    /// Whether the database answers.
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("select 1").execute(self.pool).await?;
+        Ok(())
+    }
+
     #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn insert_claim(&self, k: &ScopedKey, c: &NewClaim) -> StoreResult<Option<KeyRecord>> {
         self.record(new_claim(sqlx::query(D::CLAIMS.insert_claim), k, c)).await

@@ -14,6 +14,12 @@ use super::{Store, StoreError, StoreResult};
 use crate::domain::usage::{UsageCounts, LATENCY_BUCKETS};
 use crate::domain::{OperationName, TenantId};
 
+mod postgres;
+mod sqlite;
+
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
+
 /// One node's counts for one tenant, class and minute, to be added to the
 /// stored row.
 #[derive(Debug, Clone)]
@@ -155,10 +161,7 @@ impl Store {
     /// be retried whole without counting anything twice. A row's tenant,
     /// minute and class must appear once per call.
     pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).add_usage(rows).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).add_usage(rows).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).add_usage(rows).await)
     }
 
     /// A tenant's usage since `since`, summed per class and per `bucket`
@@ -169,26 +172,17 @@ impl Store {
         since: DateTime<Utc>,
         bucket: Duration,
     ) -> StoreResult<Vec<UsageBucket>> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).usage_series(tenant, since, bucket).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).usage_series(tenant, since, bucket).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).usage_series(tenant, since, bucket).await)
     }
 
     /// Deletes up to `limit` usage rows older than `before`; how many it did.
     pub async fn prune_usage(&self, before: DateTime<Utc>, limit: u32) -> StoreResult<u64> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).prune_usage(before, limit).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).prune_usage(before, limit).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).prune_usage(before, limit).await)
     }
 
     /// A tenant's stored records counted per class and [`HotState`].
     pub async fn hot_counts(&self, tenant: &TenantId) -> StoreResult<Vec<HotCount>> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).hot_counts(tenant).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).hot_counts(tenant).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).hot_counts(tenant).await)
     }
 }
 
@@ -212,65 +206,6 @@ pub struct Statements {
     /// 1 tenant.
     pub hot_counts: &'static str,
 }
-
-pub(super) const POSTGRES: Statements = Statements {
-    insert: "insert into usage_minute (tenant, operation, minute, ",
-    row_times: "",
-    updated_now: "now()",
-    sum: "sum({c})::bigint as {c}",
-    series_head: "select operation, \
-                  to_timestamp(floor(extract(epoch from minute) / $3) * $3) as bucket, ",
-    series_tail: " from usage_minute where tenant = $1 and minute >= $2 \
-                  group by operation, bucket order by operation, bucket",
-    prune: "delete from usage_minute where (tenant, minute, operation) in \
-              (select tenant, minute, operation from usage_minute where minute < $1 limit $2)",
-    hot_counts: concat!(
-        "select operation, case when",
-        pg_gone!(),
-        "then 'expired' \
-              when state = 'in_progress' and lease_expires_at <= now() then 'lease_expired' \
-              when segment is not null then 'archived' \
-              else state end as bucket, \
-           count(*) as n, min(created_at) as oldest, now() as observed_at, \
-           min(tier_at) filter (where state = 'completed' and segment is null \
-                                  and tier_at <= now()) as tier_due, \
-           min(expires_at) filter (where expires_at <= now()) as expired_since \
-         from idempotency_key where tenant = $1 group by operation, bucket"
-    ),
-};
-
-pub(super) const SQLITE: Statements = Statements {
-    insert: "insert into usage_minute (tenant, operation, minute, created_at, updated_at, ",
-    row_times: concat!(sqlite_now!(), ",", sqlite_now!()),
-    updated_now: sqlite_now!(),
-    sum: "sum({c}) as {c}",
-    series_head: "select operation, (minute / (?3 * 1000)) * (?3 * 1000) as bucket, ",
-    series_tail: " from usage_minute where tenant = ?1 and minute >= ?2 \
-                  group by operation, bucket order by operation, bucket",
-    prune: "delete from usage_minute where (tenant, minute, operation) in \
-              (select tenant, minute, operation from usage_minute where minute < ?1 limit ?2)",
-    hot_counts: concat!(
-        "select operation, case when",
-        sqlite_gone!(now),
-        "then 'expired' \
-              when state = 'in_progress' and lease_expires_at <=",
-        sqlite_now!(),
-        "then 'lease_expired' \
-              when segment is not null then 'archived' \
-              else state end as bucket, \
-           count(*) as n, min(created_at) as oldest,",
-        sqlite_now!(),
-        "as observed_at, \
-           min(tier_at) filter (where state = 'completed' and segment is null \
-                                  and tier_at <=",
-        sqlite_now!(),
-        ") as tier_due, \
-           min(expires_at) filter (where expires_at <=",
-        sqlite_now!(),
-        ") as expired_since \
-         from idempotency_key where tenant = ?1 group by operation, bucket"
-    ),
-};
 
 generic_sql!(impl {
     pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {

@@ -3,7 +3,8 @@
 //! Each node's usage roll-up adds them in batches; pruning keeps them for as
 //! long as usage rows and at most [`KEPT_PER_CLASS`] per class.
 //!
-//! Written once for both dialects (see `dialect`); only the SQL differs.
+//! Written once for both dialects (see `dialect`); only the SQL differs,
+//! in `postgres.rs` and `sqlite.rs` beside this file.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,12 @@ use super::dialect::Dialect;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::fingerprint::fields::Mismatch;
 use crate::domain::{OperationName, TenantId};
+
+mod postgres;
+mod sqlite;
+
+pub(super) use postgres::POSTGRES;
+pub(super) use sqlite::SQLITE;
 
 /// The newest refusals kept per tenant and class; older ones are pruned.
 pub const KEPT_PER_CLASS: u32 = 200;
@@ -50,37 +57,10 @@ pub struct Statements {
     pub prune_surplus: &'static str,
 }
 
-pub(super) const POSTGRES: Statements = Statements {
-    recent: "select tenant, operation, key, at, mismatched from key_rejections \
-             where tenant = $1 and ($2::text is null or operation = $2) \
-             order by at desc, id desc limit $3",
-    prune_old: "delete from key_rejections where id in \
-                (select id from key_rejections where at < $1 limit $2)",
-    prune_surplus: "delete from key_rejections where id in \
-                    (select id from (select id, row_number() over \
-                       (partition by tenant, operation order by at desc, id desc) as n \
-                     from key_rejections) ranked where n > $1 limit $2)",
-};
-
-pub(super) const SQLITE: Statements = Statements {
-    recent: "select tenant, operation, key, at, mismatched from key_rejections \
-             where tenant = ?1 and (?2 is null or operation = ?2) \
-             order by at desc, id desc limit ?3",
-    prune_old: "delete from key_rejections where id in \
-                (select id from key_rejections where at < ?1 limit ?2)",
-    prune_surplus: "delete from key_rejections where id in \
-                    (select id from (select id, row_number() over \
-                       (partition by tenant, operation order by at desc, id desc) as n \
-                     from key_rejections) where n > ?1 limit ?2)",
-};
-
 impl Store {
     /// Adds refusals, all or nothing.
     pub async fn add_rejections(&self, rows: &[Rejection]) -> StoreResult<()> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).add_rejections(rows).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).add_rejections(rows).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).add_rejections(rows).await)
     }
 
     /// The tenant's newest refusals (of one class, or of all), newest first.
@@ -90,23 +70,13 @@ impl Store {
         operation: Option<&OperationName>,
         limit: u32,
     ) -> StoreResult<Vec<Rejection>> {
-        match self {
-            Store::Postgres(s) => {
-                (Sql::on(s.pool()).recent_rejections(tenant, operation, limit)).await
-            }
-            Store::Sqlite(s) => {
-                (Sql::on(s.pool()).recent_rejections(tenant, operation, limit)).await
-            }
-        }
+        each_backend!(self, s => Sql::on(s.pool()).recent_rejections(tenant, operation, limit).await)
     }
 
     /// Deletes up to `limit` refusals older than `before` or past the
     /// newest [`KEPT_PER_CLASS`] of their class; how many it did.
     pub async fn prune_rejections(&self, before: DateTime<Utc>, limit: u32) -> StoreResult<u64> {
-        match self {
-            Store::Postgres(s) => Sql::on(s.pool()).prune_rejections(before, limit).await,
-            Store::Sqlite(s) => Sql::on(s.pool()).prune_rejections(before, limit).await,
-        }
+        each_backend!(self, s => Sql::on(s.pool()).prune_rejections(before, limit).await)
     }
 }
 

@@ -1,6 +1,8 @@
 //! SQLite statements for the hard cases: steps, quarantine, resolve, and
 //! listing stuck keys — the same contract as the Postgres ones.
 
+use super::Statements;
+
 /// The JSON path of step `?5` (step names are `[a-z0-9._-]`, never quotes).
 macro_rules! step_path {
     () => {
@@ -22,23 +24,23 @@ const RECORD_STEP: &str = concat!(
     "then steps else json_set(steps,",
     step_path!(),
     ", json_object('provider_ref', ?6, 'done_at', ",
-    now_text!(),
+    sqlite_now_text!(),
     ")) end, history = case when",
     has_step!(),
     "then history else",
-    history_with!("'event', 'step', 'attempt', attempt, 'step', ?5"),
+    sqlite_history_with!("'event', 'step', 'attempt', attempt, 'step', ?5"),
     "end, updated_at = ",
     sqlite_now!(),
     " where",
-    scoped!(),
+    sqlite_scoped!(),
     "and state = 'in_progress' and owner_token_hash = ?4",
-    live!(),
+    sqlite_live!(),
     "and (not",
     has_step!(),
     "or json_extract(steps, '$.\"' || ?5 || '\".provider_ref') = ?6) and (",
     has_step!(),
     "or (select count(*) from json_each(idempotency_key.steps)) < 64) returning",
-    record!()
+    sqlite_record!()
 );
 
 // ?4 owner hash, ?5 reason
@@ -46,13 +48,15 @@ const QUARANTINE: &str = concat!(
     "update idempotency_key set state = 'quarantined', quarantine_reason = ?5, updated_at = ",
     sqlite_now!(),
     ", ",
-    append_history!("'event', 'quarantined', 'attempt', attempt, 'reason', ?5, 'by', 'owner'"),
+    sqlite_append_history!(
+        "'event', 'quarantined', 'attempt', attempt, 'reason', ?5, 'by', 'owner'"
+    ),
     "where",
-    scoped!(),
+    sqlite_scoped!(),
     "and state = 'in_progress' and owner_token_hash = ?4",
-    live!(),
+    sqlite_live!(),
     "returning",
-    record!()
+    sqlite_record!()
 );
 
 /// Quarantined, or (for an admin, `?4` null) in progress with its lease run
@@ -76,25 +80,27 @@ const RESOLVE_COMPLETE: &str = concat!(
     ", updated_at = ",
     sqlite_now!(),
     ",",
-    window_after_completion!(),
+    sqlite_window_after_completion!(),
     ",",
-    append_history!("'event', 'resolved', 'resolution', 'completed', 'attempt', attempt, 'by', ?7"),
+    sqlite_append_history!(
+        "'event', 'resolved', 'resolution', 'completed', 'attempt', attempt, 'by', ?7"
+    ),
     "where",
-    scoped!(),
+    sqlite_scoped!(),
     resolvable!(),
-    live!(),
+    sqlite_live!(),
     "returning",
-    record!()
+    sqlite_record!()
 );
 
 // ?4 owner hash or null, ?5 actor, ?6 reason
 const RESOLVE_RELEASE: &str = concat!(
     "delete from idempotency_key where",
-    scoped!(),
+    sqlite_scoped!(),
     resolvable!(),
-    live!(),
+    sqlite_live!(),
     "returning attempt,",
-    history_with!(
+    sqlite_history_with!(
         "'event', 'resolved', 'resolution', 'released', 'attempt', attempt, 'by', ?5, 'reason', ?6"
     ),
     "as history"
@@ -114,7 +120,7 @@ const KEEP_RELEASE: &str = concat!(
 // (ms), ?6..?8 cursor, ?9 limit
 const LIST: &str = concat!(
     "select operation, key,",
-    record!(),
+    sqlite_record!(),
     "from idempotency_key where tenant = ?1 \
        and (?2 is null or operation = ?2) \
        and (?3 is null or state = ?3) \
@@ -125,18 +131,17 @@ const LIST: &str = concat!(
     sqlite_now!(),
     " - ?5) \
        and not",
-    sqlite_gone!(now),
+    sqlite_gone!(),
     "and (?6 is null or (created_at, operation, key) < (?6, ?7, ?8)) \
      order by created_at desc, operation desc, key desc limit ?9"
 );
 
-/// Recovery in this dialect (see `store::recovery::Statements`).
-pub(in crate::store) const RECOVERY: crate::store::recovery::Statements =
-    crate::store::recovery::Statements {
-        record_step: RECORD_STEP,
-        quarantine: QUARANTINE,
-        resolve_complete: RESOLVE_COMPLETE,
-        resolve_release: RESOLVE_RELEASE,
-        keep_release: KEEP_RELEASE,
-        list: LIST,
-    };
+/// Recovery in this dialect (see `recovery::Statements`).
+pub(in crate::store) const SQLITE: Statements = Statements {
+    record_step: RECORD_STEP,
+    quarantine: QUARANTINE,
+    resolve_complete: RESOLVE_COMPLETE,
+    resolve_release: RESOLVE_RELEASE,
+    keep_release: KEEP_RELEASE,
+    list: LIST,
+};
