@@ -4,7 +4,8 @@
 //! (or a jittered exponential backoff) until the call's retry budget ends;
 //! any other problem answer becomes its typed [`Error`].
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
@@ -61,7 +62,7 @@ pub struct Client {
 
 pub(crate) struct Inner {
     pub(crate) base_url: String,
-    authorization: String,
+    authorization: RwLock<String>,
     pub(crate) options: ClientOptions,
     transport: Arc<dyn Transport>,
 }
@@ -112,7 +113,7 @@ impl Client {
         Ok(Self {
             inner: Arc::new(Inner {
                 base_url,
-                authorization: format!("Bearer {}", token.into()),
+                authorization: RwLock::new(format!("Bearer {}", token.into())),
                 options,
                 transport,
             }),
@@ -122,6 +123,26 @@ impl Client {
     /// The options in force.
     pub fn options(&self) -> &ClientOptions {
         &self.inner.options
+    }
+
+    /// Replaces the bearer token (tokens expire): every later request,
+    /// retries of calls under way included, and every clone of this client
+    /// use the new one.
+    pub fn set_token(&self, token: impl Into<String>) {
+        let mut auth = self
+            .inner
+            .authorization
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        *auth = format!("Bearer {}", token.into());
+    }
+
+    fn authorization(&self) -> String {
+        self.inner
+            .authorization
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// One API call through the retry loop.
@@ -148,7 +169,7 @@ impl Client {
             let request = HttpRequest {
                 method: method.clone(),
                 url: url.clone(),
-                authorization: self.inner.authorization.clone(),
+                authorization: self.authorization(),
                 body: payload.clone(),
                 timeout: limits.timeout.unwrap_or(opts.request_timeout),
             };
@@ -191,6 +212,29 @@ impl Client {
             let problem = Problem::from_body(response.status, &parsed.unwrap_or(Value::Null));
             return Err(Error::from_problem(problem, wait));
         }
+    }
+}
+
+impl fmt::Debug for Client {
+    // Never the token.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.inner.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("retry_for", &self.retry_for)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_wait", &self.max_wait)
+            .field("backoff_base", &self.backoff_base)
+            .field("backoff_cap", &self.backoff_cap)
+            .field("heartbeat_fraction", &self.heartbeat_fraction)
+            .field("transport", &self.transport.as_ref().map(|_| "custom"))
+            .finish()
     }
 }
 

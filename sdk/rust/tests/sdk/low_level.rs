@@ -357,4 +357,11 @@ async fn operation_classes_and_typed_errors() {
     let err = nobody.lookup("charges.create", "k").await;
     assert!(matches!(err, Err(Error::Unauthorized(_))), "{err:?}");
     assert_eq!(err.expect_err("401").status(), Some(401));
+    // A fresh token replaces an expired one; Debug never shows it.
+    nobody.set_token(server.token.clone());
+    assert_eq!(
+        nobody.lookup("charges.create", "k").await.expect("lookup"),
+        None
+    );
+    assert!(!format!("{nobody:?}").contains(&server.token));
 }
