@@ -140,3 +140,51 @@ pub(crate) fn jitter(d: Duration) -> Duration {
 pub(crate) fn backoff(base: Duration, n: u32, cap: Duration) -> Duration {
     base.saturating_mul(1u32 << n.min(16)).min(cap)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_keeps_only_unreserved_characters() {
+        assert_eq!(
+            encode_segment("order/42?x=1#%+ ~a-Z.9_"),
+            "order%2F42%3Fx%3D1%23%25%2B%20~a-Z.9_"
+        );
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", "2".parse().expect("value"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        let later = chrono::Utc::now() + chrono::Duration::seconds(30);
+        h.insert("retry-after", later.to_rfc2822().parse().expect("value"));
+        let d = retry_after(&h).expect("a date");
+        assert!(
+            d > Duration::from_secs(28) && d <= Duration::from_secs(30),
+            "{d:?}"
+        );
+        h.insert("retry-after", "soon".parse().expect("value"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn jitter_never_shortens_and_backoff_is_capped() {
+        for _ in 0..100 {
+            let d = jitter(Duration::from_secs(1));
+            assert!(d >= Duration::from_secs(1) && d <= Duration::from_millis(1_250));
+        }
+        let cap = Duration::from_secs(2);
+        assert_eq!(
+            backoff(Duration::from_millis(100), 0, cap),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            backoff(Duration::from_millis(100), 3, cap),
+            Duration::from_millis(800)
+        );
+        assert_eq!(backoff(Duration::from_millis(100), 40, cap), cap);
+    }
+}
