@@ -23,19 +23,18 @@ fn keys(calls: &[crate::support::Seen]) -> HashSet<String> {
 #[tokio::test]
 async fn server_killed_mid_call_retries_the_same_key_and_the_effect_runs_once() {
     let server = Arc::new(Mutex::new(TestServer::start().await));
-    let (holder, client, seen) = {
+    let claim_sent = Arc::new(Notify::new());
+    let notify = claim_sent.clone();
+    let (holder, (client, seen)) = {
         let s = server.lock().await;
-        let claim_sent = Arc::new(Notify::new());
-        let notify = claim_sent.clone();
-        let (client, seen) = s.hooked_client(Box::new(move |r| {
+        let hooked = s.hooked_client(Box::new(move |r| {
             if r.url.ends_with("/claim") {
                 notify.notify_one();
             }
             Verdict::Pass
         }));
-        ((s.client(), claim_sent), client, seen)
+        (s.client(), hooked)
     };
-    let (holder, claim_sent) = holder;
     let key = new_key();
     let request = json!({"amount": "12.00", "currency": "EUR"});
     // Another worker holds the key, so our claim waits on the server (wait_ms).
