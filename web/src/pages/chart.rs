@@ -55,8 +55,40 @@ pub struct Point {
     pub replays: i64,
 }
 
-fn r1(x: f64) -> f64 {
+/// A coordinate rounded to a tenth, as the SVG writes it.
+pub(super) fn r1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
+}
+
+/// The time axis's two labels: the first bucket's start at the left edge
+/// (`left`), "now" at the right edge (`right`), on the line `y`.
+pub(super) fn time_ticks(
+    first: Option<DateTime<Utc>>,
+    time_format: &str,
+    left: f64,
+    right: f64,
+    y: f64,
+    baseline: f64,
+) -> Vec<Tick> {
+    let Some(first) = first else {
+        return Vec::new();
+    };
+    vec![
+        Tick {
+            x: left,
+            y,
+            line_y: baseline,
+            label: first.format(time_format).to_string(),
+            anchor: "start",
+        },
+        Tick {
+            x: right,
+            y,
+            line_y: baseline,
+            label: "now".to_owned(),
+            anchor: "end",
+        },
+    ]
 }
 
 /// The smallest 1, 2 or 5 × 10^k at least `n` (and at least 1).
@@ -125,25 +157,14 @@ pub fn chart(id: String, class: &str, range: &str, points: &[Point], time_format
             anchor: "end",
         })
         .collect();
-    let x_ticks = match (points.first(), points.last()) {
-        (Some(first), Some(_)) => vec![
-            Tick {
-                x: LEFT,
-                y: HEIGHT - 8.0,
-                line_y: baseline,
-                label: first.start.format(time_format).to_string(),
-                anchor: "start",
-            },
-            Tick {
-                x: WIDTH - RIGHT,
-                y: HEIGHT - 8.0,
-                line_y: baseline,
-                label: "now".to_owned(),
-                anchor: "end",
-            },
-        ],
-        _ => Vec::new(),
-    };
+    let x_ticks = time_ticks(
+        points.first().map(|p| p.start),
+        time_format,
+        LEFT,
+        WIDTH - RIGHT,
+        HEIGHT - 8.0,
+        baseline,
+    );
     let claims: i64 = points.iter().map(|p| p.claims).sum();
     let replays: i64 = points.iter().map(|p| p.replays).sum();
     Chart {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use idemkey_api::domain::usage::LatencyBound;
 
-use super::chart::Tick;
+use super::chart::{r1, time_ticks, Tick};
 use crate::format;
 
 const WIDTH: f64 = 440.0;
@@ -48,10 +48,6 @@ pub struct Sample {
     pub start: DateTime<Utc>,
     pub replay_rate: Option<f64>,
     pub p99: Option<LatencyBound>,
-}
-
-fn r1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
 }
 
 /// The replay rate per bucket, 0 to 100 %.
@@ -158,25 +154,14 @@ fn line(
             anchor: "end",
         })
         .collect();
-    let x_ticks = match samples.first() {
-        Some(first) => vec![
-            Tick {
-                x: LEFT,
-                y: HEIGHT - 6.0,
-                line_y: baseline,
-                label: first.start.format(time_format).to_string(),
-                anchor: "start",
-            },
-            Tick {
-                x: WIDTH - RIGHT,
-                y: HEIGHT - 6.0,
-                line_y: baseline,
-                label: "now".to_owned(),
-                anchor: "end",
-            },
-        ],
-        None => Vec::new(),
-    };
+    let x_ticks = time_ticks(
+        samples.first().map(|s| s.start),
+        time_format,
+        LEFT,
+        WIDTH - RIGHT,
+        HEIGHT - 6.0,
+        baseline,
+    );
     LineChart {
         id,
         heading: "",
