@@ -117,3 +117,36 @@ async fn the_lease_watch_works_on_postgres() {
 async fn the_lease_watch_works_on_sqlite() {
     stuck_keys_on(idemkey_tests::db::Backend::Sqlite).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn registrations_of_waits_long_over_are_forgotten() {
+    // Arrange: two nodes' registrations as waiters, one over for minutes.
+    let app = watched(idemkey_tests::db::Backend::Postgres).await;
+    for (key, until) in [
+        ("old", "now() - interval '2 minutes'"),
+        ("live", "now() + interval '1 hour'"),
+    ] {
+        app.sql(&format!(
+            "insert into key_waiter (tenant, operation, key, node, until) \
+             values ('{}', 'charges.create', '{key}', 'n-{key}', {until})",
+            app.tenant
+        ))
+        .await;
+    }
+    let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
+    let left = || async {
+        sqlx::query_scalar::<_, String>("select key from key_waiter order by key")
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+    };
+
+    // Act: the watch runs every 100 ms.
+    until("the old registration to go", || async {
+        left().await == ["live"]
+    })
+    .await;
+
+    // Assert: the live one stays.
+    assert_eq!(left().await, ["live"]);
+}

@@ -12,6 +12,7 @@ use idemkey_tests::tokens::{fresh_tenant, token};
 use idemkey_tests::waiting::until_waiting;
 use idemkey_tests::TestApp;
 use serde_json::{json, Value};
+use sqlx::Connection;
 
 const OP: &str = "charges.create";
 
@@ -195,34 +196,142 @@ async fn a_waiter_on_one_node_is_woken_by_a_completion_on_another() {
     b.stop().await;
 }
 
-#[tokio::test]
-async fn the_database_names_a_changed_key_by_the_digest_the_server_computes() {
-    // Arrange: listen on the key-event channel of a server's database.
-    let app = TestApp::spawn().await;
-    let mut listener = sqlx::postgres::PgListener::connect(&app.database_url)
+/// Listens on the key-event channel of a database.
+async fn key_events(database_url: &str) -> sqlx::postgres::PgListener {
+    let mut listener = sqlx::postgres::PgListener::connect(database_url)
         .await
         .unwrap();
     listener
         .listen(idemkey_api::store::KEY_EVENTS_CHANNEL)
         .await
         .unwrap();
-    let key = "order/42?x=1";
+    listener
+}
 
-    // Act
+/// Every key event heard before a sentinel sent now: notifications arrive
+/// in commit order, so the sentinel's arrival proves nothing committed
+/// earlier is still on its way.
+async fn events_before_sentinel(
+    listener: &mut sqlx::postgres::PgListener,
+    database_url: &str,
+) -> Vec<String> {
+    let mut conn = sqlx::postgres::PgConnection::connect(database_url)
+        .await
+        .unwrap();
+    sqlx::query("select pg_notify($1, 'sentinel')")
+        .bind(idemkey_api::store::KEY_EVENTS_CHANNEL)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let mut heard = Vec::new();
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+            .await
+            .expect("the sentinel")
+            .unwrap();
+        if n.payload() == "sentinel" {
+            return heard;
+        }
+        heard.push(n.payload().to_owned());
+    }
+}
+
+fn scoped(tenant: &str, key: &str) -> ScopedKey {
+    ScopedKey {
+        tenant: TenantId::parse(tenant).unwrap(),
+        operation: OperationName::parse(OP).unwrap(),
+        key: IdempotencyKey::parse(key).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn changes_nobody_waits_on_send_no_key_event() {
+    // Arrange: a server on Postgres, and a listener on its key events.
+    let app = TestApp::spawn().await;
+    let mut listener = key_events(&app.database_url).await;
+
+    // Act: complete, release, quarantine and resolve keys nobody waits on.
+    let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
+    app.complete(OP, "k1", &token, outcome())
+        .await
+        .assert(200, "completed");
+    let token = app.claim(OP, "k2", json!({"a": 1})).await.owner_token();
+    app.release(OP, "k2", &token).await.assert(200, "released");
+    let token = app.claim(OP, "k3", json!({"a": 1})).await.owner_token();
+    let body = json!({"owner_token": token, "reason": "timeout"});
+    app.call(OP, "k3", "quarantine", body)
+        .await
+        .assert(200, "quarantined");
+    let heard = events_before_sentinel(&mut listener, &app.database_url).await;
+
+    // Assert: not one notification (each would have serialised commits).
+    assert_eq!(heard, Vec::<String>::new());
+    let statements = app.metrics().await;
+    assert_eq!(
+        statements.get("idemkey_store_statements_total{statement=\"announce\"}"),
+        0.0
+    );
+}
+
+#[tokio::test]
+async fn a_window_shortened_by_hand_is_announced_by_the_digest_the_server_computes() {
+    // Arrange: a completed key, and a listener on the key-event channel.
+    let app = TestApp::spawn().await;
+    let key = "order/42?x=1";
     let token = app.claim(OP, key, json!({"a": 1})).await.owner_token();
     app.complete(OP, key, &token, outcome())
         .await
         .assert(200, "completed");
-    let heard = tokio::time::timeout(Duration::from_secs(10), listener.recv())
-        .await
-        .expect("a key event")
-        .unwrap();
+    let mut listener = key_events(&app.database_url).await;
 
-    // Assert
-    let scoped = ScopedKey {
-        tenant: TenantId::parse(&app.tenant).unwrap(),
-        operation: OperationName::parse(OP).unwrap(),
-        key: IdempotencyKey::parse(key).unwrap(),
-    };
-    assert_eq!(heard.payload(), scoped.hash().to_hex());
+    // Act: an operator ends the window in the database, not through us.
+    app.expire_window(key).await;
+    let heard = events_before_sentinel(&mut listener, &app.database_url).await;
+
+    // Assert: the database named the key as the server would.
+    assert_eq!(heard, vec![scoped(&app.tenant, key).hash().to_hex()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_waiter_on_one_node_is_woken_by_a_release_on_another() {
+    // Arrange: two nodes on one database; the owner claims on B, the
+    // duplicate waits on A.
+    let a = TestApp::spawn().await;
+    let b = TestApp::spawn_node(&a.database_url, |_| {})
+        .await
+        .as_tenant_of(&a);
+    let token = b.claim(OP, "k1", json!({"a": 1})).await.owner_token();
+    let waiter = tokio::spawn({
+        let (client, url, bearer) = (a.client.clone(), a.key_url(OP, "k1"), a.token.clone());
+        async move {
+            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
+            let response = client
+                .post(format!("{url}/claim"))
+                .bearer_auth(bearer)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            Answer::from(response).await
+        }
+    });
+    until_waiting(|| a.metrics(), 1.0).await;
+
+    // Act
+    b.release(OP, "k1", &token).await.assert(200, "released");
+    let waited = waiter.await.unwrap();
+
+    // Assert: B asked whether anyone waits, announced, and A's waiter was
+    // woken by that event (not its periodic re-read) and owns the key.
+    waited.assert(201, "claimed");
+    let (a_metrics, b_metrics) = (a.metrics().await, b.metrics().await);
+    assert!(a_metrics.get("idemkey_waiter_wakeups_total{cause=\"event\"}") >= 1.0);
+    assert_eq!(
+        a_metrics.get("idemkey_waiter_wakeups_total{cause=\"safety_reread\"}"),
+        0.0
+    );
+    assert_eq!(
+        b_metrics.get("idemkey_store_statements_total{statement=\"announce\"}"),
+        1.0
+    );
 }

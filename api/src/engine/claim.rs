@@ -15,7 +15,9 @@
 //!    released or was quarantined, on this node or another), the lease ends,
 //!    the deadline passes, or at the latest [`SAFETY_REREAD`] — the safety
 //!    net for an event that was lost. Then look again. Past the deadline the
-//!    answer is `in_progress` with `Retry-After`.
+//!    answer is `in_progress` with `Retry-After`. On Postgres the node first
+//!    registers as a waiter on the key (`waiters`): other nodes announce a
+//!    change only to keys somebody waits on.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +32,7 @@ use crate::domain::fingerprint::fields::FieldDigests;
 use crate::domain::{
     decide, decide_completed, Decision, Fingerprint, OwnerToken, Policy, ScopedKey,
 };
-use crate::store::{KeyRecord, NewClaim};
+use crate::store::{KeyRecord, NewClaim, Store};
 
 /// How often a contended claim re-runs its statements before giving up with
 /// a retryable error. Each retry follows a row change by somebody else, so
@@ -118,6 +120,12 @@ impl Engine {
         };
         let mut races = 0;
         let mut cache_checked = true;
+        // When the look `seen` came from started (`None`: a recent
+        // snapshot's, of unknown age), and since when a look must have
+        // started to be used (this node's waiter registration, once made).
+        let mut looked_at: Option<Instant>;
+        let mut fresh_after: Option<Instant> = None;
+        let mut registered = false;
         while races < MAX_RACES {
             // Before every later look: a woken waiter often finds the outcome
             // here, cached by the first of them to look.
@@ -127,7 +135,9 @@ impl Engine {
                     return replay(hit.clone(), &judged.await?, req, policy);
                 }
             }
-            let since = events.as_ref().map(|e| e.since());
+            let since = events
+                .as_ref()
+                .map(|e| fresh_after.map_or(e.since(), |f| f.max(e.since())));
             // Only a claim that asked to wait reuses a recent look: it is
             // woken by key events anyway, and the storm of retries it stands
             // for is what the coalescing window is for.
@@ -137,6 +147,7 @@ impl Engine {
             let look = match recent {
                 Some(row) => {
                     self.metrics.coalesced_reads.inc();
+                    looked_at = None;
                     Look::Row(row)
                 }
                 None => {
@@ -152,8 +163,11 @@ impl Engine {
                         && subscribed.is_some_and(|s| started < s)
                         && self.recent.changed_since(k, started)
                     {
-                        self.look_shared(k, since, &claim).await.0
+                        let (look, started) = self.look_shared(k, since, &claim).await;
+                        looked_at = Some(started);
+                        look
                     } else {
+                        looked_at = Some(started);
                         look
                     }
                 }
@@ -226,7 +240,7 @@ impl Engine {
                         .quarantine_expired(k, seen.version())
                         .await?;
                     if quarantined.is_some() {
-                        self.changed(k);
+                        self.changed_everywhere(k, None).await;
                         return Err(Refusal::Quarantined);
                     }
                 }
@@ -234,6 +248,22 @@ impl Engine {
                     let Some(events) = events.as_mut().filter(|_| Instant::now() < deadline) else {
                         return Err(in_progress(&seen, retry_after));
                     };
+                    // Before the first wait on Postgres: make sure a change
+                    // of the key is announced to this node, and look again
+                    // if the look we hold may predate that.
+                    if !std::mem::replace(&mut registered, true)
+                        && matches!(self.store, Store::Postgres(_))
+                    {
+                        match self.register_waiter(k, deadline).await {
+                            Ok(made) if looked_at.is_none_or(|t| t < made) => {
+                                fresh_after = Some(made);
+                                continue;
+                            }
+                            Ok(_) => {}
+                            // The periodic re-read still ends the wait.
+                            Err(e) => tracing::warn!(error = ?e, "could not register as a waiter"),
+                        }
+                    }
                     let lease_left = (seen.lease_expires_at - seen.observed_at)
                         .to_std()
                         .unwrap_or_default();

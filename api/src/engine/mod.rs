@@ -25,6 +25,7 @@ mod recent;
 mod recovery;
 mod refusal;
 mod rules;
+mod waiters;
 
 use std::sync::Arc;
 
@@ -71,6 +72,8 @@ pub struct Engine {
     recent: Arc<recent::RecentLooks>,
     /// Where waiting claims count their safety ticks from.
     started: tokio::time::Instant,
+    /// This node's registrations as a waiter (Postgres; `waiters`).
+    waiters: Arc<waiters::Waiters>,
 }
 
 impl Engine {
@@ -94,6 +97,7 @@ impl Engine {
             fingerprints: Fingerprints::default(),
             recent: Arc::default(),
             started: tokio::time::Instant::now(),
+            waiters: Arc::default(),
         }
     }
 
@@ -127,8 +131,54 @@ impl Engine {
         redis
     }
 
+    /// Makes sure this node is registered (Postgres) as waiting on `k`
+    /// until at least `until`; answers when the covering registration was
+    /// made.
+    async fn register_waiter(
+        &self,
+        k: &ScopedKey,
+        until: tokio::time::Instant,
+    ) -> Result<tokio::time::Instant, crate::store::StoreError> {
+        let h = k.hash();
+        if let Some(made) = self.waiters.covering(h, until) {
+            return Ok(made);
+        }
+        let asked = tokio::time::Instant::now();
+        let length = waiters::Waiters::length(asked, until);
+        self.counted("register_waiter")
+            .register_waiter(k, self.waiters.node(), length)
+            .await?;
+        let made = tokio::time::Instant::now();
+        self.waiters.remember(h, asked, length, made);
+        Ok(made)
+    }
+
+    /// This node changed `k`'s record: wakes its waiters and drops its
+    /// copies here, and on Postgres announces the change to the other nodes
+    /// when one of them waits on the key — `waited` as the change's own
+    /// statement said, else asked now that the change has committed. A node
+    /// that cannot be told falls back to its waiters' periodic re-read.
+    async fn changed_everywhere(&self, k: &ScopedKey, waited: Option<bool>) {
+        self.changed(k);
+        if !matches!(self.store, Store::Postgres(_)) {
+            return;
+        }
+        let waited = match waited {
+            Some(waited) => Ok(waited),
+            None => self.counted("waited").waited(k).await,
+        };
+        let announced = match waited {
+            Ok(false) => Ok(()),
+            Ok(true) => self.counted("announce").announce(k.hash()).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = announced {
+            tracing::warn!(error = ?e, "could not announce a key change to the nodes waiting on it");
+        }
+    }
+
     /// This node changed `k`'s record: wake its waiters and drop its cached
-    /// copy here. Other nodes hear of it through the database.
+    /// copy here (see `changed_everywhere` for the other nodes).
     fn changed(&self, k: &ScopedKey) {
         let h = k.hash();
         self.recent.changed(h);

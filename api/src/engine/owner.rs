@@ -6,7 +6,8 @@
 //! nothing, a read tells the caller why — without ever changing the row.
 //!
 //! A completion or release wakes this node's claims waiting on the key at
-//! once; other nodes hear of it from the database (Postgres key events).
+//! once; other nodes waiting on it hear of it from the database (Postgres
+//! key events, sent only when some node waits).
 
 use std::time::Duration;
 
@@ -40,7 +41,7 @@ impl Engine {
             outcome_hash: outcome.canonical_hash,
         };
         if let Some(record) = self.counted("complete").complete(k, &completion).await? {
-            self.changed(k);
+            self.changed_everywhere(k, Some(record.waited)).await;
             self.metrics
                 .outcome_bytes
                 .observe(outcome.json.len() as f64);
@@ -78,7 +79,7 @@ impl Engine {
         // only completed outcomes are ever cached. Its key event still drops
         // any in-process copy on every node.
         if self.counted("release").release(k, call.hash()).await? {
-            self.changed(k);
+            self.changed_everywhere(k, None).await;
             return Ok(());
         }
         Err(self.why_not_in_progress(k, call).await)

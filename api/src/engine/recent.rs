@@ -185,6 +185,7 @@ mod tests {
             routing: None,
             rules_digest: None,
             field_digests: None,
+            waited: false,
         })
     }
 

@@ -55,7 +55,7 @@ impl Engine {
             .quarantine(k, owner, reason)
             .await?
         {
-            self.changed(k);
+            self.changed_everywhere(k, None).await;
             return Ok(record);
         }
         Err(self.why_not_in_progress(k, call).await)
@@ -78,7 +78,7 @@ impl Engine {
             .counted("resolve_complete")
             .resolve_complete(k, by, &completion);
         if let Some(record) = resolved.await? {
-            self.changed(k);
+            self.changed_everywhere(k, None).await;
             self.metrics
                 .outcome_bytes
                 .observe(outcome.json.len() as f64);
@@ -109,7 +109,7 @@ impl Engine {
             .resolve_release(k, by, reason)
             .await?
         {
-            self.changed(k);
+            self.changed_everywhere(k, None).await;
             return Ok(());
         }
         let current = self.resolvable_by(k, by).await?;
@@ -132,7 +132,7 @@ impl Engine {
             .quarantine_expired(k, seen)
             .await?;
         if done.is_some() {
-            self.changed(k);
+            self.changed_everywhere(k, None).await;
         }
         Ok(done.is_some())
     }

@@ -7,6 +7,14 @@
 //! listener is disconnected, so every (re)connection is reported as a
 //! [`Heard::Gap`]: whoever listens must assume it missed something.
 //!
+//! Only keys somebody waits on are announced: a node about to let claims
+//! wait on a key registers itself in `key_waiter` ([`PgStore::register_waiter`]),
+//! and the node that completes, releases, quarantines or resolves the key
+//! announces it when such a registration exists (a completion learns it
+//! from its own statement, the rarer changes ask [`PgStore::waited`]).
+//! Notifying on every change made every commit queue behind a database-wide
+//! lock; see the key-waiters migration.
+//!
 //! SQLite is one process on one machine: it needs no channel, the engine
 //! wakes its own waiters.
 
@@ -14,8 +22,8 @@ use std::time::Duration;
 
 use sqlx::postgres::PgListener;
 
-use super::{PgStore, StoreResult};
-use crate::domain::KeyHash;
+use super::{millis, PgStore, StoreResult};
+use crate::domain::{KeyHash, ScopedKey};
 
 /// The channel every node listens on.
 pub const CHANNEL: &str = "idemkey_key_events";
@@ -84,4 +92,59 @@ impl PgStore {
             .await?;
         Ok(())
     }
+
+    /// Registers `node` as waiting on `k` for at least `for_at_least`, then
+    /// reads the row `for share` in the same transaction: a change of the
+    /// key that is under way when this runs finishes first (and the
+    /// caller's next read sees it), and one that starts later sees the
+    /// registration and is announced.
+    pub async fn register_waiter(
+        &self,
+        k: &ScopedKey,
+        node: &str,
+        for_at_least: Duration,
+    ) -> StoreResult<()> {
+        sqlx::query(REGISTER_WAITER)
+            .bind(k.tenant.as_str())
+            .bind(k.operation.as_str())
+            .bind(k.key.as_str())
+            .bind(node)
+            .bind(millis(for_at_least))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Whether any node waits on `k` (asked after a change has committed).
+    pub async fn waited(&self, k: &ScopedKey) -> StoreResult<bool> {
+        let waited = sqlx::query_scalar("select idemkey_waited($1, $2, $3)")
+            .bind(k.tenant.as_str())
+            .bind(k.operation.as_str())
+            .bind(k.key.as_str())
+            .fetch_one(self.pool())
+            .await?;
+        Ok(waited)
+    }
+
+    /// Deletes registrations whose waits are over, a bounded batch at a
+    /// time. The number deleted.
+    pub async fn prune_waiters(&self) -> StoreResult<u64> {
+        let done = sqlx::query(PRUNE_WAITERS).execute(self.pool()).await?;
+        Ok(done.rows_affected())
+    }
 }
+
+/// `$1..$3` the scoped key, `$4` the node, `$5` how long (ms). A
+/// registration only ever lengthens.
+const REGISTER_WAITER: &str = "with registered as ( \
+       insert into key_waiter (tenant, operation, key, node, until) \
+       values ($1, $2, $3, $4, now() + $5 * interval '1 millisecond') \
+       on conflict (tenant, operation, key, node) \
+       do update set until = greatest(key_waiter.until, excluded.until) returning 1) \
+     select 1 from idempotency_key where tenant = $1 and operation = $2 and key = $3 for share";
+
+/// Registrations over for a minute (clocks of nodes and database differ a
+/// little; a waiter never outlives its registration by design).
+const PRUNE_WAITERS: &str = "delete from key_waiter where ctid = any (array( \
+       select ctid from key_waiter where until < now() - interval '1 minute' \
+        order by until limit 1000))";

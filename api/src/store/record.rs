@@ -41,6 +41,9 @@ pub struct KeyRecord {
     /// The request's field digests (`FieldDigests::to_text`), when the
     /// first claim sent a request rather than a fingerprint.
     pub field_digests: Option<String>,
+    /// Whether a node waits on this key, so its change must be announced to
+    /// the others: only a completion on Postgres asks (false otherwise).
+    pub waited: bool,
 }
 
 /// A routing entry: a tiered outcome's place in an archive segment.

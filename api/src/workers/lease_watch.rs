@@ -5,7 +5,8 @@
 //!   oldest age, for `/metrics`;
 //! - quarantines expired leases of classes whose policy says
 //!   `on_lease_expiry: quarantine`, so such a key shows as quarantined even
-//!   before anyone claims it again.
+//!   before anyone claims it again;
+//! - forgets nodes' registrations as waiters whose waits are long over.
 //!
 //! Running on every node at once is safe: quarantining is the same
 //! compare-and-swap a claim would run (it only matches the attempt it saw,
@@ -28,6 +29,8 @@ pub async fn watch_once(engine: &Engine) -> anyhow::Result<()> {
             .unwrap_or(0);
         engine.metrics.stuck(stuck.kind, stuck.count, age);
     }
+    // Registrations of waits long over (Postgres; see `store::events`).
+    engine.store.prune_waiters().await?;
     for (k, seen) in engine.store.expired_leases(BATCH).await? {
         let policy = engine.policy(&k.tenant, &k.operation).await?;
         if policy.on_lease_expiry == LeaseExpiry::Quarantine

@@ -78,7 +78,7 @@ macro_rules! generic_sql {
             Vec<u8>: for<'q> Encode<'q, D> + for<'r> Decode<'r, D> + Type<D>,
             i64: for<'q> Encode<'q, D> + for<'r> Decode<'r, D> + Type<D>,
             i32: for<'q> Encode<'q, D> + for<'r> Decode<'r, D> + Type<D>,
-            bool: for<'q> Encode<'q, D> + Type<D>,
+            bool: for<'q> Encode<'q, D> + for<'r> Decode<'r, D> + Type<D>,
             Option<String>: for<'q> Encode<'q, D> + Type<D>,
             Option<Vec<u8>>: for<'q> Encode<'q, D> + Type<D>,
             Option<i64>: for<'q> Encode<'q, D> + Type<D>,
@@ -213,6 +213,7 @@ where
     Vec<u8>: for<'r> Decode<'r, D> + Type<D>,
     i64: for<'r> Decode<'r, D> + Type<D>,
     i32: for<'r> Decode<'r, D> + Type<D>,
+    bool: for<'r> Decode<'r, D> + Type<D>,
 {
     let state: String = row.try_get("state")?;
     let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
@@ -247,5 +248,10 @@ where
         )?,
         rules_digest: opt_hash32(row.try_get("rules_digest")?)?,
         field_digests: row.try_get("field_digests")?,
+        waited: match row.try_get("waited") {
+            Ok(waited) => waited,
+            Err(sqlx::Error::ColumnNotFound(_)) => false,
+            Err(e) => return Err(e.into()),
+        },
     })
 }

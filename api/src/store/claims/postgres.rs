@@ -79,6 +79,9 @@ const TAKE_OVER: &str = concat!(
 );
 
 /// The owner (`$4` its token hash) stores outcome `$5` with hash `$6`.
+/// `waited`: whether a node waits on the key (see the key-waiters
+/// migration), asked after the row is changed so no registration that
+/// committed before it is missed.
 pub const COMPLETE: &str = concat!(
     "update idempotency_key set state = 'completed', outcome = $5, outcome_hash = $6, \
        completed_at = now(), updated_at = now(),",
@@ -90,7 +93,8 @@ pub const COMPLETE: &str = concat!(
     "and state = 'in_progress' and owner_token_hash = $4",
     pg_live!(),
     "returning",
-    pg_record!()
+    pg_record!(),
+    ", idemkey_waited(tenant, operation, key) as waited"
 );
 
 const QUARANTINE_EXPIRED: &str = concat!(
