@@ -138,7 +138,7 @@ impl Store {
     }
 
     pub async fn ping(&self) -> StoreResult<()> {
-        dispatch!(self, s => Sql::on(s.pool()).ping().await)
+        dispatch!(self, s => Sql::on(s.reader()).ping().await)
     }
 
     /// The atomic fork: inserts a new in-progress record, or returns `None`
@@ -152,7 +152,7 @@ impl Store {
     }
 
     pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => Sql::on(s.pool()).find(k).await)
+        dispatch!(self, s => Sql::on(s.reader()).find(k).await)
     }
 
     /// Replaces a record that is gone (past its replay window, see
@@ -261,7 +261,7 @@ impl Store {
         tenant: &TenantId,
         q: &ListQuery,
     ) -> StoreResult<Vec<(ScopedKey, KeyRecord)>> {
-        dispatch!(self, s => Sql::on(s.pool()).list(tenant, q).await)
+        dispatch!(self, s => Sql::on(s.reader()).list(tenant, q).await)
     }
 
     /// Deletes an in-progress record owned by `owner`. True if it did.

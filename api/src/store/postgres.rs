@@ -66,6 +66,12 @@ impl PgStore {
         &self.pool
     }
 
+    /// The same pool: Postgres needs no separate readers (see the SQLite
+    /// store's, which does).
+    pub fn reader(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// Fails calls fast while the database is away (shared by every clone).
     pub fn breaker(&self) -> &Breaker {
         &self.breaker

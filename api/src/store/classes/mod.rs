@@ -52,7 +52,7 @@ impl Store {
         t: &TenantId,
         op: &OperationName,
     ) -> StoreResult<Option<StoredClass>> {
-        dispatch!(self, s => Sql::on(s.pool()).find_class(t, op).await)
+        dispatch!(self, s => Sql::on(s.reader()).find_class(t, op).await)
     }
 
     /// Inserts or replaces the class's policy.
@@ -67,7 +67,7 @@ impl Store {
 
     /// Every class of the tenant with a stored policy, by operation name.
     pub async fn list_classes(&self, t: &TenantId) -> StoreResult<Vec<(String, StoredClass)>> {
-        each_backend!(self, s => Sql::on(s.pool()).list_classes(t).await)
+        each_backend!(self, s => Sql::on(s.reader()).list_classes(t).await)
     }
 
     /// Removes the class's policy. True if there was one.
@@ -82,7 +82,7 @@ impl Store {
 
     /// The rule set kept under `digest`, as JSON.
     pub async fn rules(&self, digest: &[u8; 32]) -> StoreResult<Option<String>> {
-        each_backend!(self, s => Sql::on(s.pool()).rules(digest).await)
+        each_backend!(self, s => Sql::on(s.reader()).rules(digest).await)
     }
 }
 

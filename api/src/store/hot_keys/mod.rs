@@ -75,7 +75,7 @@ impl Store {
         since: DateTime<Utc>,
         per_class: u32,
     ) -> StoreResult<Vec<HotKey>> {
-        each_backend!(self, s => Sql::on(s.pool()).hot_keys(tenant, since, per_class).await)
+        each_backend!(self, s => Sql::on(s.reader()).hot_keys(tenant, since, per_class).await)
     }
 
     /// Deletes up to `limit` rows older than `before`; how many it did.

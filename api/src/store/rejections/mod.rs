@@ -70,7 +70,7 @@ impl Store {
         operation: Option<&OperationName>,
         limit: u32,
     ) -> StoreResult<Vec<Rejection>> {
-        each_backend!(self, s => Sql::on(s.pool()).recent_rejections(tenant, operation, limit).await)
+        each_backend!(self, s => Sql::on(s.reader()).recent_rejections(tenant, operation, limit).await)
     }
 
     /// Deletes up to `limit` refusals older than `before` or past the

@@ -176,7 +176,7 @@ impl Store {
     }
 
     pub async fn archive_lag(&self) -> StoreResult<ArchiveLag> {
-        each_backend!(self, s => Sql::on(s.pool()).archive_lag().await)
+        each_backend!(self, s => Sql::on(s.reader()).archive_lag().await)
     }
 }
 

@@ -172,7 +172,7 @@ impl Store {
         since: DateTime<Utc>,
         bucket: Duration,
     ) -> StoreResult<Vec<UsageBucket>> {
-        each_backend!(self, s => Sql::on(s.pool()).usage_series(tenant, since, bucket).await)
+        each_backend!(self, s => Sql::on(s.reader()).usage_series(tenant, since, bucket).await)
     }
 
     /// Deletes up to `limit` usage rows older than `before`; how many it did.
@@ -182,7 +182,7 @@ impl Store {
 
     /// A tenant's stored records counted per class and [`HotState`].
     pub async fn hot_counts(&self, tenant: &TenantId) -> StoreResult<Vec<HotCount>> {
-        each_backend!(self, s => Sql::on(s.pool()).hot_counts(tenant).await)
+        each_backend!(self, s => Sql::on(s.reader()).hot_counts(tenant).await)
     }
 }
 

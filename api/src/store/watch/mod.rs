@@ -47,14 +47,14 @@ fn kind(s: &str) -> &'static str {
 
 impl Store {
     pub async fn stuck_counts(&self) -> StoreResult<Vec<StuckCount>> {
-        each_backend!(self, s => Sql::on(s.pool()).stuck_counts().await)
+        each_backend!(self, s => Sql::on(s.reader()).stuck_counts().await)
     }
 
     /// In-progress keys whose lease ran out (and not gone) in classes that
     /// quarantine on lease expiry, fairly across tenants (each tenant's
     /// oldest first), with the version each was seen at.
     pub async fn expired_leases(&self, limit: u32) -> StoreResult<Vec<(ScopedKey, Version)>> {
-        each_backend!(self, s => Sql::on(s.pool()).expired_leases(limit).await)
+        each_backend!(self, s => Sql::on(s.reader()).expired_leases(limit).await)
     }
 }
 
