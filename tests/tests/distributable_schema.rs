@@ -39,6 +39,15 @@ struct Table {
     tenant_not_null: Option<bool>,
 }
 
+/// A foreign key: its label, and the columns it links.
+struct ForeignKey {
+    label: String,
+    src: String,
+    src_cols: Vec<String>,
+    dst: String,
+    dst_cols: Vec<String>,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_key_of_a_tenant_table_includes_the_tenant() {
     let store = idemkey_tests::stores::fresh(Backend::Postgres).await;
@@ -86,7 +95,7 @@ async fn every_key_of_a_tenant_table_includes_the_tenant() {
     .collect();
 
     // Every foreign key: from table and columns, to table and columns.
-    let foreign: Vec<(String, String, Vec<String>, String, Vec<String>)> = sqlx::query(
+    let foreign: Vec<ForeignKey> = sqlx::query(
         "select f.conname::text as name, s.relname::text as src, d.relname::text as dst, \
                 array(select a.attname::text from unnest(f.conkey) with ordinality k(n, o) \
                         join pg_attribute a on a.attrelid = f.conrelid and a.attnum = k.n \
@@ -109,13 +118,13 @@ async fn every_key_of_a_tenant_table_includes_the_tenant() {
         let name: String = r.get("name");
         let src: String = r.get("src");
         let dst: String = r.get("dst");
-        (
-            format!("{name} ({src} -> {dst})"),
+        ForeignKey {
+            label: format!("{name} ({src} -> {dst})"),
             src,
-            r.get("src_cols"),
+            src_cols: r.get("src_cols"),
             dst,
-            r.get("dst_cols"),
-        )
+            dst_cols: r.get("dst_cols"),
+        }
     })
     .collect();
 
@@ -152,7 +161,14 @@ async fn every_key_of_a_tenant_table_includes_the_tenant() {
             ));
         }
     }
-    for (name, src, src_cols, dst, dst_cols) in &foreign {
+    for ForeignKey {
+        label: name,
+        src,
+        src_cols,
+        dst,
+        dst_cols,
+    } in &foreign
+    {
         let (from_tenant, to_tenant) = (
             distributed.contains(src.as_str()),
             distributed.contains(dst.as_str()),
@@ -200,7 +216,7 @@ async fn every_key_of_a_tenant_table_includes_the_tenant() {
     }
     println!("foreign keys:");
     for f in &foreign {
-        println!("  {}", f.0);
+        println!("  {}", f.label);
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 

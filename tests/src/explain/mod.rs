@@ -15,6 +15,8 @@ use sqlx::{Connection, PgConnection, Row};
 
 use crate::db::Backend;
 
+pub mod cases;
+
 /// The tenant every explained statement is for.
 pub const TENANT: &str = "t07";
 
@@ -143,6 +145,8 @@ pub struct Touches {
     pub scans: Vec<Touch>,
     pub targets: BTreeSet<String>,
     pub arbiters: Vec<String>,
+    /// `NOTHING` or `UPDATE` for an `insert … on conflict`.
+    pub on_conflict: Option<String>,
     pub node_types: BTreeSet<String>,
 }
 
@@ -164,6 +168,9 @@ impl Touches {
         if kind == "ModifyTable" {
             if let Some(rel) = relation(node) {
                 self.targets.insert(rel);
+            }
+            if let Some(resolution) = node["Conflict Resolution"].as_str() {
+                self.on_conflict = Some(resolution.to_owned());
             }
             if let Some(arbiters) = node["Conflict Arbiter Indexes"].as_array() {
                 let names = arbiters

@@ -3,6 +3,13 @@
 -- key one row in 64,000. Tenants t00..t63, classes op0..op3 (op0..op19 have
 -- policies), keys k0000..k0249 per class; 7 in 10 completed, 2 in progress,
 -- 1 quarantined; created over the last few hours.
+--
+-- 1 in 50 (completed) is past its window and waits for cleanup, as records
+-- do between two runs of the worker. With none at all, and statistics that
+-- know it, Postgres reads a renewal's one key through the cleanup's index
+-- on `expires_at` (it expects no row there) rather than the primary key:
+-- cheap while nothing waits, but it reads every tenant's gone records in
+-- that partition once some do.
 insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt,
     owner_token_hash, claimed_at, lease_expires_at, lease_ms, outcome, outcome_hash,
     completed_at, quarantine_reason, expires_at, window_ms, tier_at, created_at,
@@ -17,7 +24,8 @@ select format('t%s', lpad(t::text, 2, '0')), format('op%s', o),
        case when s.state = 'completed' then sha256(convert_to(format('outcome %s', k), 'UTF8')) end,
        case when s.state = 'completed' then c + interval '1 second' end,
        case when s.state = 'quarantined' then 'provider timed out' end,
-       c + interval '1 day', 86400000, c + interval '1 hour', c, c,
+       case when k % 50 = 0 then now() - interval '5 minutes' else c + interval '1 day' end,
+       86400000, c + interval '1 hour', c, c,
        '[{"event":"claimed","attempt":1}]'
   from generate_series(0, 63) t, generate_series(0, 3) o, generate_series(0, 249) k,
        lateral (select now() - (k * 4 * 64 + o * 64 + t) * interval '1 second' as c) ct,
