@@ -13,6 +13,7 @@ pub mod classes;
 pub mod dashboard;
 pub mod db;
 pub mod docs;
+pub mod explain;
 pub mod faults;
 pub mod garage;
 pub mod openapi;

@@ -38,6 +38,7 @@ macro_rules! each_backend {
 }
 
 mod breaker;
+pub mod catalogue;
 mod claims;
 mod classes;
 mod cursor;

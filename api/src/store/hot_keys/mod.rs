@@ -84,16 +84,21 @@ impl Store {
     }
 }
 
+/// The roll-up's upsert of `rows` hot-key rows (6 values each).
+pub(super) fn add_sql<D: Dialect>(rows: usize) -> String {
+    format!(
+        "{}{}{}",
+        D::HOT_KEYS.add,
+        D::values_list(rows, 6),
+        D::HOT_KEYS.on_conflict
+    )
+}
+
 generic_sql!(impl {
     pub async fn add_hot_keys(&self, rows: &[HotKeyMinute]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         for batch in rows.chunks(BATCH) {
-            let sql = format!(
-                "{}{}{}",
-                D::HOT_KEYS.add,
-                D::values_list(batch.len(), 6),
-                D::HOT_KEYS.on_conflict
-            );
+            let sql = add_sql::<D>(batch.len());
             let mut q = sqlx::query(&sql);
             for r in batch {
                 q = q

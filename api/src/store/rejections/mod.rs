@@ -80,14 +80,20 @@ impl Store {
     }
 }
 
+/// The roll-up's insert of `rows` refusals (5 values each), the same text in
+/// both dialects.
+pub(super) fn add_sql<D: Dialect>(rows: usize) -> String {
+    format!(
+        "insert into key_rejections (tenant, operation, key, at, mismatched) values {}",
+        D::values_list(rows, 5)
+    )
+}
+
 generic_sql!(impl {
     pub async fn add_rejections(&self, rows: &[Rejection]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         for batch in rows.chunks(BATCH) {
-            let sql = format!(
-                "insert into key_rejections (tenant, operation, key, at, mismatched) values {}",
-                D::values_list(batch.len(), 5)
-            );
+            let sql = add_sql::<D>(batch.len());
             let mut q = sqlx::query(&sql);
             for r in batch {
                 let mismatched = r.mismatch.as_ref().map(|m| {

@@ -207,6 +207,56 @@ pub struct Statements {
     pub hot_counts: &'static str,
 }
 
+/// The flush's upsert of `rows` usage rows: each row's scope and counts are
+/// added to what the row already holds. The store runs it, and the
+/// statement catalogue lists it, from this one text.
+pub(super) fn add_sql<D: Dialect>(rows: usize) -> String {
+    let columns = count_columns();
+    let mut next = 0;
+    let mut arg = || {
+        next += 1;
+        format!("{}{next}", D::PARAMETER)
+    };
+    let values: Vec<String> = (0..rows)
+        .map(|_| {
+            let mut row: Vec<String> = (0..3).map(|_| arg()).collect();
+            if !D::USAGE.row_times.is_empty() {
+                row.push(D::USAGE.row_times.to_owned());
+            }
+            row.extend(columns.iter().map(|_| arg()));
+            format!("({})", row.join(", "))
+        })
+        .collect();
+    let sums: Vec<String> = columns
+        .iter()
+        .map(|c| format!("{c} = usage_minute.{c} + excluded.{c}"))
+        .collect();
+    format!(
+        "{}{}) values {} on conflict (tenant, minute, operation) do update set {}, \
+         updated_at = {}",
+        D::USAGE.insert,
+        columns.join(", "),
+        values.join(", "),
+        sums.join(", "),
+        D::USAGE.updated_now
+    )
+}
+
+/// The dashboard's usage series: 1 tenant, 2 since, 3 bucket length in
+/// seconds; every counted column summed per class and bucket.
+pub(super) fn series_sql<D: Dialect>() -> String {
+    let sums: Vec<String> = count_columns()
+        .iter()
+        .map(|c| D::USAGE.sum.replace("{c}", c))
+        .collect();
+    format!(
+        "{}{}{}",
+        D::USAGE.series_head,
+        sums.join(", "),
+        D::USAGE.series_tail
+    )
+}
+
 generic_sql!(impl {
     pub async fn add_usage(&self, rows: &[UsageMinute]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
@@ -222,36 +272,7 @@ generic_sql!(impl {
         rows: &[UsageMinute],
         tx: &mut sqlx::Transaction<'static, D>,
     ) -> StoreResult<()> {
-        let columns = count_columns();
-        let mut next = 0;
-        let mut arg = || {
-            next += 1;
-            format!("{}{next}", D::PARAMETER)
-        };
-        let values: Vec<String> = rows
-            .iter()
-            .map(|_| {
-                let mut row: Vec<String> = (0..3).map(|_| arg()).collect();
-                if !D::USAGE.row_times.is_empty() {
-                    row.push(D::USAGE.row_times.to_owned());
-                }
-                row.extend(columns.iter().map(|_| arg()));
-                format!("({})", row.join(", "))
-            })
-            .collect();
-        let sums: Vec<String> = columns
-            .iter()
-            .map(|c| format!("{c} = usage_minute.{c} + excluded.{c}"))
-            .collect();
-        let sql = format!(
-            "{}{}) values {} on conflict (tenant, minute, operation) do update set {}, \
-             updated_at = {}",
-            D::USAGE.insert,
-            columns.join(", "),
-            values.join(", "),
-            sums.join(", "),
-            D::USAGE.updated_now
-        );
+        let sql = add_sql::<D>(rows.len());
         let mut q = sqlx::query(&sql);
         for row in rows {
             q = q
@@ -272,16 +293,7 @@ generic_sql!(impl {
         since: DateTime<Utc>,
         bucket: Duration,
     ) -> StoreResult<Vec<UsageBucket>> {
-        let sums: Vec<String> = count_columns()
-            .iter()
-            .map(|c| D::USAGE.sum.replace("{c}", c))
-            .collect();
-        let sql = format!(
-            "{}{}{}",
-            D::USAGE.series_head,
-            sums.join(", "),
-            D::USAGE.series_tail
-        );
+        let sql = series_sql::<D>();
         let rows = sqlx::query(&sql)
             .bind(tenant.as_str().to_owned())
             .bind(D::time_arg(since))
