@@ -52,6 +52,8 @@ pub use error::{BoxError, Error, PROBLEM_CODES};
 pub use key::{is_uuid_v7, key_timestamp_ms, new_key};
 pub use once::{rerun_effect, Once, OnceResult, Reconciliation, Via};
 pub use problem::Problem;
+/// The HTTP method of [`Client::send_json`] (reqwest's).
+pub use reqwest::Method;
 pub use transport::{
     encode_segment, BoxFuture, HttpRequest, HttpResponse, ReqwestTransport, Transport,
 };
