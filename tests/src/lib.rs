@@ -16,6 +16,7 @@ pub mod docs;
 pub mod faults;
 pub mod garage;
 pub mod openapi;
+pub mod operator;
 pub mod process;
 pub mod redis;
 pub mod store_model;
