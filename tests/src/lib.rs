@@ -9,6 +9,7 @@ pub mod answer;
 pub mod app;
 pub mod bad_input;
 pub mod browser;
+pub mod checkout;
 pub mod classes;
 pub mod dashboard;
 pub mod db;
