@@ -1,4 +1,6 @@
-//! The `idemkey` command line: `serve` (the default), `migrate`, `token`.
+//! The server's commands of the `idemkey` binary: `serve` (the default),
+//! `migrate`, `token`. The binary (web/src/main.rs) adds the operator
+//! commands (`keys`, `classes`: the `idemkey-cli` crate) beside them.
 
 use std::net::TcpListener;
 
@@ -23,8 +25,9 @@ struct Cli {
     command: Option<Command>,
 }
 
-#[derive(Subcommand)]
-enum Command {
+/// The server's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
     /// Serve the API (the default).
     Serve,
     /// Apply database migrations and exit.
@@ -44,11 +47,15 @@ enum Command {
 
 /// Runs the command line. `mount` adds the dashboard's routes to `serve`.
 pub async fn run(mount: Mount) -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    run_command(Cli::parse().command.unwrap_or(Command::Serve), mount).await
+}
+
+/// Runs one of the server's commands (already parsed).
+pub async fn run_command(command: Command, mount: Mount) -> anyhow::Result<()> {
     Config::load_file()?;
     crate::telemetry::init();
     let config = Config::from_env()?;
-    match cli.command.unwrap_or(Command::Serve) {
+    match command {
         Command::Serve => serve(&config, mount).await,
         Command::Migrate => {
             open_store(&config).await?;

@@ -41,8 +41,9 @@ use idemkey_tests::TestApp;
 use serde_json::{json, Value};
 
 /// The documents whose examples the tests below run.
-const RUN: [&str; 5] = [
+const RUN: [&str; 6] = [
     "README.md",
+    "docs/cli.md",
     "docs/dashboard.md",
     "docs/operations.md",
     "docs/protocol.md",
@@ -104,6 +105,11 @@ async fn the_recovery_examples_run() {
 #[tokio::test]
 async fn the_operations_examples_run() {
     run_examples_of("docs/operations.md").await;
+}
+
+#[tokio::test]
+async fn the_cli_examples_run() {
+    run_examples_of("docs/cli.md").await;
 }
 
 #[tokio::test]

@@ -31,9 +31,10 @@
 //! ```
 //!
 //! Modules by capability: [`Client`] and its retry loop (`client`), the
-//! low-level calls (`calls`), `once` and its protocol (`once`), the effect's
-//! context and heartbeats (`context`), the answers' types (`types`), errors
-//! (`error`, `problem`), the transport seam (`transport`) and keys (`key`).
+//! low-level calls (`calls`) and any call by path (`raw`), `once` and its
+//! protocol (`once`), the effect's context and heartbeats (`context`), the
+//! answers' types (`types`), errors (`error`, `problem`), the transport seam
+//! (`transport`) and keys (`key`).
 
 mod calls;
 mod client;
@@ -42,6 +43,7 @@ mod error;
 mod key;
 mod once;
 mod problem;
+mod raw;
 mod transport;
 mod types;
 
@@ -52,6 +54,8 @@ pub use error::{BoxError, Error, PROBLEM_CODES};
 pub use key::{is_uuid_v7, key_timestamp_ms, new_key};
 pub use once::{rerun_effect, Once, OnceResult, Reconciliation, Via};
 pub use problem::Problem;
+/// The HTTP method of [`Client::send_json`] (reqwest's).
+pub use reqwest::Method;
 pub use transport::{
     encode_segment, BoxFuture, HttpRequest, HttpResponse, ReqwestTransport, Transport,
 };

@@ -6,6 +6,7 @@ mod coverage;
 mod faults;
 mod lease;
 mod low_level;
+mod raw;
 mod recovery;
 mod support;
 mod waiting;
