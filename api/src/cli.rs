@@ -1,4 +1,7 @@
-//! The `idemkey` command line: `serve` (the default), `migrate`, `token`.
+//! The `idemkey` command line: `serve` (the default), `migrate`, `token`,
+//! and the operator's `quota`.
+
+mod quota;
 
 use std::net::TcpListener;
 
@@ -40,19 +43,35 @@ enum Command {
         #[arg(long, default_value = "1h")]
         ttl: String,
     },
+    /// Per-tenant quota overrides (the operator's; see docs/operations.md).
+    #[command(subcommand)]
+    Quota(quota::QuotaCommand),
 }
 
 /// Runs the command line. `mount` adds the dashboard's routes to `serve`.
 pub async fn run(mount: Mount) -> anyhow::Result<()> {
     let cli = Cli::parse();
     Config::load_file()?;
-    crate::telemetry::init();
+    let telemetry = crate::telemetry::init();
+    let result = run_command(cli, mount).await;
+    // The last requests' spans, when they are exported.
+    tokio::task::spawn_blocking(move || telemetry.shutdown())
+        .await
+        .ok();
+    result
+}
+
+async fn run_command(cli: Cli, mount: Mount) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&config, mount).await,
         Command::Migrate => {
             open_store(&config).await?;
             tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Quota(command) => {
+            print!("{}", quota::run(&config, command).await?);
             Ok(())
         }
         Command::Token { tenant, roles, ttl } => {

@@ -45,6 +45,7 @@ mod dialect;
 mod events;
 mod hot_keys;
 mod postgres;
+mod quotas;
 mod record;
 mod recovery;
 mod rejections;
@@ -62,6 +63,7 @@ pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use hot_keys::{HotKey, HotKeyMinute};
 pub use postgres::PgStore;
+pub use quotas::{TenantQuota, TenantStorage};
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,
     Version,
