@@ -113,9 +113,15 @@ async fn a_tenant_over_quota_is_refused_new_keys_and_nothing_else(app: TestApp) 
         .assert(200, "recovering");
     // Another tenant on the same server is not affected.
     let other = token(&fresh_tenant(), &[Role::Client]);
-    app.call_as(&other, OP, "new", json!({"request": {"key": "new"}}))
-        .await
-        .assert(201, "claimed");
+    app.call_as(
+        &other,
+        OP,
+        "new",
+        "claim",
+        json!({"request": {"key": "new"}}),
+    )
+    .await
+    .assert(201, "claimed");
 
     // Raising the quota lets the tenant in again after the next pass.
     quota_command(&app, &["set", "--tenant", &app.tenant, "--max-keys", "4"]).await;
@@ -146,7 +152,7 @@ async fn the_measured_figure_counts_live_keys_and_outcome_bytes_exactly(app: Tes
     completed(&app, "old", json!({"status_code": 200, "body": "gone"})).await;
     app.expire_window("old").await;
     let other = token(&fresh_tenant(), &[Role::Client]);
-    app.call_as(&other, OP, "theirs", json!({"request": {"k": 1}}))
+    app.call_as(&other, OP, "theirs", "claim", json!({"request": {"k": 1}}))
         .await
         .assert(201, "claimed");
     // A quota must exist for the worker to measure: a generous one.
