@@ -52,6 +52,15 @@ pub fn record_tenant(tenant: &crate::domain::TenantId) {
     }
 }
 
+/// Renames an exported span once its name is known (a request's, after
+/// routing): OpenTelemetry fixes a span's name when it starts, before the
+/// route matched, so the `otel.name` field would come too late.
+pub fn rename(span: &tracing::Span, name: String) {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    span.context().span().update_name(name);
+}
+
 /// What `init` set up; keep it until the process ends.
 #[must_use = "dropping it loses nothing, but shutdown() flushes the spans"]
 pub struct Telemetry {

@@ -163,11 +163,6 @@ impl ServerProcess {
             .expect("wait for idemkey")
             .success()
     }
-
-    /// Every line the process has logged since it announced its address.
-    pub fn log_lines(&self) -> Vec<String> {
-        self.log.lines.lock().expect("log lock").clone()
-    }
 }
 
 /// Runs `idemkey <args>` in `dir` with an empty environment and returns its

@@ -94,9 +94,6 @@ async fn request_spans_reach_a_configured_collector_with_their_request_ids() {
     vars.insert("OTEL_EXPORTER_OTLP_ENDPOINT".into(), endpoint.clone());
     vars.insert("OTEL_BSP_SCHEDULE_DELAY".into(), "60000".into());
     let server = ServerProcess::start(&vars).await;
-    server
-        .wait_for_log("OpenTelemetry export on", Duration::from_secs(10))
-        .await;
     let tenant = fresh_tenant();
     let bearer = token(&tenant, &[Role::Client]);
     let client = reqwest::Client::new();
@@ -153,6 +150,7 @@ async fn request_spans_reach_a_configured_collector_with_their_request_ids() {
             })
     };
     let claimed = by_id("otlp-test-claim-1");
+    println!("claim span: {:?}", claimed.name);
     assert_eq!(claimed.name, "POST /v1/keys/{operation}/{key}/claim");
     assert_eq!(
         attribute(claimed, "http.route").as_deref(),
@@ -236,7 +234,6 @@ async fn nothing_is_exported_when_no_endpoint_is_configured() {
             .expect("claim");
         assert_eq!(answer.status(), 201);
     }
-    let logged = server.log_lines();
     assert!(
         server.terminate(Duration::from_secs(30)).await,
         "clean exit"
@@ -247,10 +244,6 @@ async fn nothing_is_exported_when_no_endpoint_is_configured() {
         *connections.lock().expect("lock"),
         0,
         "no connection attempt"
-    );
-    assert!(
-        !logged.iter().any(|l| l.contains("OpenTelemetry export on")),
-        "export is off"
     );
     println!("no OTLP endpoint: 5 calls and a graceful stop, 0 connections to 127.0.0.1:4318");
 }

@@ -58,17 +58,21 @@ pub async fn middleware(
         .map_or_else(generate, str::to_owned);
     // The fields after `request_id` are filled in only when spans are
     // exported (`telemetry`): an empty field is not printed in logs.
-    let span = tracing::info_span!(
-        "request",
-        request_id = %id,
-        "otel.name" = tracing::field::Empty,
-        "otel.kind" = tracing::field::Empty,
-        "http.request.method" = tracing::field::Empty,
-        "http.route" = tracing::field::Empty,
-        "http.response.status_code" = tracing::field::Empty,
-        tenant = tracing::field::Empty,
-    );
-    let method = crate::telemetry::exporting().then(|| req.method().clone());
+    let exporting = crate::telemetry::exporting();
+    let span = if exporting {
+        tracing::info_span!(
+            "request",
+            request_id = %id,
+            "otel.kind" = "server",
+            "http.request.method" = tracing::field::Empty,
+            "http.route" = tracing::field::Empty,
+            "http.response.status_code" = tracing::field::Empty,
+            tenant = tracing::field::Empty,
+        )
+    } else {
+        tracing::info_span!("request", request_id = %id)
+    };
+    let method = exporting.then(|| req.method().clone());
     // Every handler and extractor turns its errors into answers, so the
     // inner service fails only if a middleware does (none of ours does);
     // such an error is passed on as it is.
@@ -96,11 +100,13 @@ fn record_answer<B>(
 ) {
     let route = res.request().match_pattern();
     let route = route.as_deref().unwrap_or("unmatched");
-    span.record("otel.name", format!("{method} {route}").as_str());
-    span.record("otel.kind", "server");
+    crate::telemetry::rename(span, format!("{method} {route}"));
     span.record("http.request.method", method.as_str());
     span.record("http.route", route);
-    span.record("http.response.status_code", res.status().as_u16());
+    span.record(
+        "http.response.status_code",
+        i64::from(res.status().as_u16()),
+    );
 }
 
 fn is_problem<B>(res: &HttpResponse<B>) -> bool {
