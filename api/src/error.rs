@@ -112,14 +112,14 @@ error_codes! {
         "The outcome is over the class's `max_outcome_bytes`.";
     KeyReused = "key_reused", UNPROCESSABLE_ENTITY, "The key was used with a different request",
         "Same key, different fingerprint.";
-    QuotaExceeded = "quota_exceeded", INSUFFICIENT_STORAGE,
-        "The tenant reached its storage quota; new keys are refused",
-        "A claim of a key with no live record from a tenant whose stored keys or outcome bytes reached the quota the operator set. Replays, takeovers and owner calls on existing keys are never refused for it. No `Retry-After`: it lifts only when keys expire or the quota is raised.";
     RateLimited = "rate_limited", TOO_MANY_REQUESTS,
         "Too many calls for this tenant; retry after the delay",
         "The tenant sent more calls per second than this server allows it (`Retry-After`, whole seconds).";
     Unavailable = "unavailable", SERVICE_UNAVAILABLE, "The store cannot answer right now; retry",
         "The store cannot answer (`Retry-After: 1`); never \"not found\".";
+    QuotaExceeded = "quota_exceeded", INSUFFICIENT_STORAGE,
+        "The tenant reached its storage quota; new keys are refused",
+        "A claim of a key with no live record from a tenant whose stored keys or outcome bytes reached the quota the operator set. Replays, takeovers and owner calls on existing keys are never refused for it. No `Retry-After`: it lifts only when keys expire or the quota is raised.";
 }
 
 impl ErrorCode {
