@@ -1,6 +1,9 @@
 //! The server's commands of the `idemkey` binary: `serve` (the default),
-//! `migrate`, `token`. The binary (web/src/main.rs) adds the operator
-//! commands (`keys`, `classes`: the `idemkey-cli` crate) beside them.
+//! `migrate`, `token` and the operator's `quota`. The binary
+//! (web/src/main.rs) adds the operator's API commands (`keys`, `classes`:
+//! the `idemkey-cli` crate) beside them.
+
+mod quota;
 
 use std::net::TcpListener;
 
@@ -43,6 +46,9 @@ pub enum Command {
         #[arg(long, default_value = "1h")]
         ttl: String,
     },
+    /// Per-tenant quota overrides (the operator's; see docs/operations.md).
+    #[command(subcommand)]
+    Quota(quota::QuotaCommand),
 }
 
 /// Runs the command line. `mount` adds the dashboard's routes to `serve`.
@@ -53,13 +59,26 @@ pub async fn run(mount: Mount) -> anyhow::Result<()> {
 /// Runs one of the server's commands (already parsed).
 pub async fn run_command(command: Command, mount: Mount) -> anyhow::Result<()> {
     Config::load_file()?;
-    crate::telemetry::init();
+    let telemetry = crate::telemetry::init();
+    let result = run_parsed(command, mount).await;
+    // The last requests' spans, when they are exported.
+    tokio::task::spawn_blocking(move || telemetry.shutdown())
+        .await
+        .ok();
+    result
+}
+
+async fn run_parsed(command: Command, mount: Mount) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     match command {
         Command::Serve => serve(&config, mount).await,
         Command::Migrate => {
             open_store(&config).await?;
             tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Quota(command) => {
+            print!("{}", quota::run(&config, command).await?);
             Ok(())
         }
         Command::Token { tenant, roles, ttl } => {

@@ -117,6 +117,9 @@ error_codes! {
         "The tenant sent more calls per second than this server allows it (`Retry-After`, whole seconds).";
     Unavailable = "unavailable", SERVICE_UNAVAILABLE, "The store cannot answer right now; retry",
         "The store cannot answer (`Retry-After: 1`); never \"not found\".";
+    QuotaExceeded = "quota_exceeded", INSUFFICIENT_STORAGE,
+        "The tenant reached its storage quota; new keys are refused",
+        "A claim of a key with no live record from a tenant whose stored keys or outcome bytes reached the quota the operator set. Replays, takeovers and owner calls on existing keys are never refused for it. No `Retry-After`: it lifts only when keys expire or the quota is raised.";
 }
 
 impl ErrorCode {
@@ -142,6 +145,7 @@ impl ErrorCode {
             Refusal::StepConflict => Self::StepConflict,
             Refusal::TooManySteps => Self::TooManySteps,
             Refusal::NotResolvable => Self::NotQuarantined,
+            Refusal::QuotaExceeded(_) => Self::QuotaExceeded,
         }
     }
 }
@@ -189,6 +193,7 @@ impl ApiError {
         match self {
             Self::BadRequest(_, detail) => Some(detail.clone()),
             Self::TooLarge { limit, .. } => Some(format!("the limit is {limit} bytes")),
+            Self::Refused(r @ Refusal::QuotaExceeded(_)) => Some(r.to_string()),
             _ => None,
         }
     }

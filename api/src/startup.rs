@@ -34,6 +34,7 @@ pub struct Application {
     metrics_server: Option<(u16, Server)>,
     usage: Usage,
     workers: Workers,
+    engine: Engine,
 }
 
 impl Application {
@@ -48,10 +49,12 @@ impl Application {
         let secret = EffectSecret::new(config.effect_secret.expose_secret().to_vec());
         let metrics = Arc::new(Metrics::new());
         let cache = open_cache(config, &secret, metrics.clone()).await?;
-        let engine = Engine::new(store.clone(), secret, cache, archive, metrics);
+        let engine = Engine::new(store.clone(), secret, cache, archive, metrics)
+            .with_quota_defaults(config.quota_defaults);
         engine.listen_for_key_events();
         let usage = Usage::new(store);
         let workers = Workers::start(&engine, &usage, config);
+        let quota_engine = engine.clone();
         let limiter = config.tenant_rate_limit.map(|calls| {
             let limiter = TenantLimiter::per_second(calls);
             limiter.spawn_forgetting();
@@ -103,6 +106,7 @@ impl Application {
             metrics_server,
             usage,
             workers,
+            engine: quota_engine,
         })
     }
 
@@ -118,6 +122,11 @@ impl Application {
     /// This node's usage counts (tests flush them explicitly).
     pub fn usage(&self) -> Usage {
         self.usage.clone()
+    }
+
+    /// This node's engine (tests run a quota pass explicitly).
+    pub fn engine(&self) -> Engine {
+        self.engine.clone()
     }
 
     /// Serves until a signal: SIGTERM stops accepting connections and lets

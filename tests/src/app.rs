@@ -5,6 +5,7 @@ use std::net::TcpListener;
 
 use idemkey_api::auth::Role;
 use idemkey_api::config::Config;
+use idemkey_api::engine::Engine;
 use idemkey_api::startup::Application;
 use idemkey_api::usage::Usage;
 use reqwest::Client;
@@ -29,6 +30,8 @@ pub struct TestApp {
     /// The private `/metrics` listener's base URL, when the server was
     /// started with `IDEMKEY_METRICS_LISTEN`.
     pub metrics_address: Option<String>,
+    /// The server's engine, to run a quota pass when a test needs one.
+    pub engine: Engine,
 }
 
 /// The dashboard's session key of every test server.
@@ -89,7 +92,7 @@ impl TestApp {
         let database_url = database_url.to_owned();
         let mut vars = test_vars(&database_url);
         adjust(&mut vars);
-        let (address, metrics_address, usage) = serve(&vars).await;
+        let (address, metrics_address, usage, engine) = serve(&vars).await;
         let tenant = fresh_tenant();
         let token = token(&tenant, &[Role::Client, Role::Viewer]);
         Self {
@@ -101,6 +104,7 @@ impl TestApp {
             usage,
             vars,
             metrics_address,
+            engine,
         }
     }
 
@@ -127,6 +131,12 @@ impl TestApp {
             token: self.token.clone(),
             ..self.spawn_beside().await
         }
+    }
+
+    /// Measures every tenant's storage and refreshes this server's quota
+    /// standing now, as the quota worker does on its timer.
+    pub async fn quota_pass(&self) {
+        self.engine.quota_pass(true).await.expect("quota pass");
     }
 
     /// Adds the server's pending usage counts to the database now.
@@ -319,7 +329,7 @@ impl TestApp {
 
 /// Starts a server in this process with `vars`; returns its base URL and
 /// that of its metrics listener, if it has one.
-async fn serve(vars: &HashMap<String, String>) -> (String, Option<String>, Usage) {
+async fn serve(vars: &HashMap<String, String>) -> (String, Option<String>, Usage, Engine) {
     let config = Config::from_vars(|name| vars.get(name).cloned()).expect("test config");
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let app = Application::build(&config, listener, idemkey_web::mount)
@@ -330,8 +340,9 @@ async fn serve(vars: &HashMap<String, String>) -> (String, Option<String>, Usage
         .metrics_port()
         .map(|port| format!("http://127.0.0.1:{port}"));
     let usage = app.usage();
+    let engine = app.engine();
     tokio::spawn(app.run_until_stopped());
-    (address, metrics_address, usage)
+    (address, metrics_address, usage, engine)
 }
 
 /// A snapshot of `/metrics`: each series (`name{labels}`) and its value.

@@ -145,6 +145,24 @@ impl ServerProcess {
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
+
+    /// Asks the process to stop gracefully (SIGTERM, as an orchestrator
+    /// does) and waits up to `timeout` for it to exit; whether it exited
+    /// successfully.
+    pub async fn terminate(mut self, timeout: Duration) -> bool {
+        let pid = self.child.id().expect("the process is running");
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .await
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM {pid} failed");
+        tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("idemkey did not stop within {timeout:?} of SIGTERM"))
+            .expect("wait for idemkey")
+            .success()
+    }
 }
 
 /// Runs `idemkey <args>` in `dir` with an empty environment and returns its

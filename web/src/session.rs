@@ -257,11 +257,13 @@ impl FromRequest for Session {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let keys = Keys::of(req);
-        ready(
-            req.cookie(cookie_name(req))
-                .and_then(|c| Session::decode(c.value(), &keys))
-                .ok_or(PageError::SignIn),
-        )
+        let session = req
+            .cookie(cookie_name(req))
+            .and_then(|c| Session::decode(c.value(), &keys));
+        if let Some(s) = &session {
+            idemkey_api::telemetry::record_tenant(&s.tenant);
+        }
+        ready(session.ok_or(PageError::SignIn))
     }
 }
 

@@ -58,7 +58,16 @@ pub struct Args {
     pub tenant_rate_limit: RateLimit,
     #[arg(long, env = "IDEMKEY_DATABASE_POOL", default_value_t = crate::store::DEFAULT_POOL, value_parser = pool)]
     pub database_pool: u32,
+    #[arg(long, env = "IDEMKEY_QUOTA_MAX_KEYS", default_value = "unlimited", value_parser = quota)]
+    pub quota_max_keys: QuotaLimit,
+    #[arg(long, env = "IDEMKEY_QUOTA_MAX_OUTCOME_BYTES", default_value = "unlimited", value_parser = quota)]
+    pub quota_max_outcome_bytes: QuotaLimit,
 }
+
+/// A default quota: a whole number (bytes may end in `KiB`, `MiB`, `GiB`)
+/// or `unlimited`.
+#[derive(Debug, Clone, Copy)]
+pub struct QuotaLimit(pub Option<u64>);
 
 /// `IDEMKEY_TENANT_RATE_LIMIT`: calls per second per tenant, or `off`.
 #[derive(Debug, Clone, Copy)]
@@ -168,6 +177,17 @@ fn rate_limit(s: &str) -> Result<RateLimit, String> {
     s.parse::<NonZeroU32>()
         .map(|n| RateLimit(Some(n)))
         .map_err(|_| format!("expected calls per second (a positive integer) or off, got {s:?}"))
+}
+
+fn quota(s: &str) -> Result<QuotaLimit, String> {
+    if s == "unlimited" {
+        return Ok(QuotaLimit(None));
+    }
+    crate::domain::quota::parse_size(s)
+        .map(|n| QuotaLimit(Some(n)))
+        .ok_or_else(|| {
+            format!("expected a whole number (bytes may end in KiB, MiB or GiB) or unlimited, got {s:?}")
+        })
 }
 
 fn pool(s: &str) -> Result<u32, String> {

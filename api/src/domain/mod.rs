@@ -9,6 +9,7 @@ pub mod names;
 pub mod outcome;
 pub mod owner;
 pub mod policy;
+pub mod quota;
 pub mod time;
 pub mod top_keys;
 pub mod usage;

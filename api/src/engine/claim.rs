@@ -189,6 +189,7 @@ impl Engine {
                     continue;
                 }
                 Look::Unavailable => return Err(Refusal::Unavailable),
+                Look::OverQuota(exceeded) => return Err(Refusal::QuotaExceeded(exceeded)),
             };
             let read_at = Instant::now();
             let judged = self
@@ -196,6 +197,10 @@ impl Engine {
                 .await?;
             match decide(&seen.seen(), &judged, policy.on_lease_expiry) {
                 Decision::Renew => {
+                    // Renewing makes a new key of one past its window.
+                    if let Some(exceeded) = self.quotas.refuses(&k.tenant) {
+                        return Err(Refusal::QuotaExceeded(exceeded));
+                    }
                     // The old record is past its window, so no cache still
                     // holds it (entries end before the window does); evicting
                     // anyway keeps the rule "evict before rewriting" without

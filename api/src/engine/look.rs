@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::refusal::Refusal;
 use super::Engine;
 use crate::cache::FinalOutcome;
+use crate::domain::quota::Exceeded;
 use crate::domain::ScopedKey;
 use crate::store::{KeyRecord, NewClaim};
 
@@ -23,6 +24,8 @@ pub(crate) enum Look {
     Vanished,
     /// The store could not answer (already logged).
     Unavailable,
+    /// No record, and the tenant may not create one (`quota`).
+    OverQuota(Exceeded),
 }
 
 impl Engine {
@@ -72,16 +75,20 @@ impl Engine {
         claim: &NewClaim,
     ) -> Result<Look, crate::store::StoreError> {
         let started = Instant::now();
-        if let Some(row) = self.counted("insert_claim").insert_claim(k, claim).await? {
-            let row = Arc::new(row);
-            self.recent.remember(k, started, &row);
-            return Ok(Look::Row(row));
+        // A tenant over its quota may not create a key: read instead.
+        let over_quota = self.quotas.refuses(&k.tenant);
+        if over_quota.is_none() {
+            if let Some(row) = self.counted("insert_claim").insert_claim(k, claim).await? {
+                let row = Arc::new(row);
+                self.recent.remember(k, started, &row);
+                return Ok(Look::Row(row));
+            }
         }
         // Someone holds the key. Read it as its own statement (never in the
         // same statement as the insert: under concurrency that read can miss
         // the winner's row).
         let Some(row) = self.counted("find").find(k).await? else {
-            return Ok(Look::Vanished);
+            return Ok(over_quota.map_or(Look::Vanished, Look::OverQuota));
         };
         // A tiered key: its outcome comes through the routing entry (and is
         // cached there). If the archive cannot answer, the row itself goes

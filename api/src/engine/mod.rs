@@ -20,6 +20,7 @@ mod flight;
 mod look;
 mod owner;
 mod policy_cache;
+mod quota;
 mod read_model;
 mod recent;
 mod recovery;
@@ -34,6 +35,7 @@ pub use classes::OperationClass;
 pub use fingerprints::Fingerprints;
 pub use owner::OwnerCall;
 pub use policy_cache::POLICY_TTL;
+pub use quota::{QuotaUsage, Quotas};
 pub use recent::COALESCING_WINDOW;
 pub use recovery::MAX_STEPS;
 pub use refusal::{Busy, Refusal};
@@ -74,6 +76,8 @@ pub struct Engine {
     started: tokio::time::Instant,
     /// This node's registrations as a waiter (Postgres; `waiters`).
     waiters: Arc<waiters::Waiters>,
+    /// Which tenants are refused new keys (`quota`).
+    quotas: Arc<Quotas>,
 }
 
 impl Engine {
@@ -98,7 +102,14 @@ impl Engine {
             recent: Arc::default(),
             started: tokio::time::Instant::now(),
             waiters: Arc::default(),
+            quotas: Arc::default(),
         }
+    }
+
+    /// The same engine with the server's default quotas (none unless set).
+    pub fn with_quota_defaults(mut self, defaults: crate::domain::quota::Limits) -> Self {
+        self.quotas = Arc::new(Quotas::new(defaults));
+        self
     }
 
     /// The store, counting the statement about to be sent.

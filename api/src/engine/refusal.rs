@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 
 use super::MAX_STEPS;
 use crate::domain::fingerprint::fields::Mismatch;
+use crate::domain::quota::Exceeded;
 use crate::store::{KeyRecord, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,6 +50,10 @@ pub enum Refusal {
     /// by an expired lease.
     #[error("only a quarantined key (or, for an admin, one whose lease ran out) can be resolved")]
     NotResolvable,
+    /// A claim of a key with no live record, from a tenant that reached a
+    /// quota on what it stores (see `quota`).
+    #[error("{0}")]
+    QuotaExceeded(Exceeded),
 }
 
 /// What a claim refused with `InProgress` learns about the attempt that

@@ -160,6 +160,7 @@ fn authenticate(req: &HttpRequest) -> Result<Principal, ApiError> {
         tracing::debug!(reason = %e, "token refused");
         ApiError::Unauthorized
     })?;
+    crate::telemetry::record_tenant(&principal.tenant);
     if let Some(limiter) = &state.limiter {
         limiter.check(&principal.tenant).map_err(|wait| {
             state.engine.metrics.rate_limited.inc();

@@ -51,7 +51,7 @@ crate::problems!(
     /// What a claim can refuse with.
     ClaimProblems: InvalidOperation, InvalidKey, InvalidJson, InvalidBody, InvalidFingerprint,
     NumberOutOfRange, InvalidRequest, InvalidLease, Unauthorized, Forbidden, InProgress,
-    Quarantined, PayloadTooLarge, KeyReused, RateLimited, Unavailable
+    Quarantined, PayloadTooLarge, KeyReused, QuotaExceeded, RateLimited, Unavailable
 );
 
 /// Claim a key, or learn what became of it
@@ -69,7 +69,9 @@ crate::problems!(
 /// A 409 `in_progress` carries `Retry-After` (seconds until the current
 /// lease ends, at least 1): another attempt holds a live lease, after any
 /// `wait_ms`. A 409 `quarantined`: the key is quarantined, or its lease ran
-/// out in a class whose `on_lease_expiry` is `quarantine`.
+/// out in a class whose `on_lease_expiry` is `quarantine`. A 507
+/// `quota_exceeded`: the key has no live record and the tenant reached the
+/// storage quota the operator set (existing keys are never refused for it).
 #[utoipa::path(
     tag = "keys",
     operation_id = "claim",

@@ -14,6 +14,10 @@
 //! - Every problem document (`application/problem+json`) gets it as the
 //!   member `request_id`, added here once for all of them, wherever the
 //!   problem was built.
+//! - When spans are exported (OpenTelemetry, see `telemetry`), the span
+//!   also gets the method, the matched route, the status and the tenant:
+//!   never the concrete path (it holds the caller's keys), a header or a
+//!   body.
 
 use actix_web::body::{BodySize, BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -52,11 +56,30 @@ pub async fn middleware(
         .get(&HEADER)
         .and_then(|v| accepted(v.as_bytes()))
         .map_or_else(generate, str::to_owned);
-    let span = tracing::info_span!("request", request_id = %id);
+    // The fields after `request_id` are filled in only when spans are
+    // exported (`telemetry`): an empty field is not printed in logs.
+    let exporting = crate::telemetry::exporting();
+    let span = if exporting {
+        tracing::info_span!(
+            "request",
+            request_id = %id,
+            "otel.kind" = "server",
+            "http.request.method" = tracing::field::Empty,
+            "http.route" = tracing::field::Empty,
+            "http.response.status_code" = tracing::field::Empty,
+            tenant = tracing::field::Empty,
+        )
+    } else {
+        tracing::info_span!("request", request_id = %id)
+    };
+    let method = exporting.then(|| req.method().clone());
     // Every handler and extractor turns its errors into answers, so the
     // inner service fails only if a middleware does (none of ours does);
     // such an error is passed on as it is.
-    let res = next.call(req).instrument(span).await?;
+    let res = next.call(req).instrument(span.clone()).await?;
+    if let Some(method) = method {
+        record_answer(&span, &method, &res);
+    }
     let mut res = if is_problem(res.response()) {
         with_request_id(res.map_into_boxed_body(), &id).map_into_right_body()
     } else {
@@ -65,6 +88,25 @@ pub async fn middleware(
     let value = HeaderValue::from_str(&id).expect("visible ASCII");
     res.headers_mut().insert(HEADER, value);
     Ok(res)
+}
+
+/// The span's name and attributes once the call is answered: the matched
+/// route pattern (a path that matched none is `unmatched`, so a scan of
+/// random paths cannot grow the set of span names), method and status.
+fn record_answer<B>(
+    span: &tracing::Span,
+    method: &actix_web::http::Method,
+    res: &ServiceResponse<B>,
+) {
+    let route = res.request().match_pattern();
+    let route = route.as_deref().unwrap_or("unmatched");
+    crate::telemetry::rename(span, format!("{method} {route}"));
+    span.record("http.request.method", method.as_str());
+    span.record("http.route", route);
+    span.record(
+        "http.response.status_code",
+        i64::from(res.status().as_u16()),
+    );
 }
 
 fn is_problem<B>(res: &HttpResponse<B>) -> bool {

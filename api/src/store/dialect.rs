@@ -15,7 +15,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
 use super::{
-    claims, classes, hot_keys, recovery, rejections, tiering, usage, watch, StoreError, StoreResult,
+    claims, classes, hot_keys, quotas, recovery, rejections, tiering, usage, watch, StoreError,
+    StoreResult,
 };
 
 pub trait Dialect: sqlx::Database {
@@ -35,6 +36,8 @@ pub trait Dialect: sqlx::Database {
     const REJECTIONS: rejections::Statements;
     /// The most claimed keys per class and minute.
     const HOT_KEYS: hot_keys::Statements;
+    /// Per-tenant quotas and measured storage.
+    const QUOTAS: quotas::Statements;
 
     /// What a numbered parameter starts with (`$1` or `?1`).
     const PARAMETER: &'static str;
@@ -77,6 +80,7 @@ impl Dialect for Postgres {
     const TIERING: tiering::Statements = tiering::POSTGRES;
     const REJECTIONS: rejections::Statements = rejections::POSTGRES;
     const HOT_KEYS: hot_keys::Statements = hot_keys::POSTGRES;
+    const QUOTAS: quotas::Statements = quotas::POSTGRES;
     const PARAMETER: &'static str = "$";
     type Time = DateTime<Utc>;
 
@@ -106,6 +110,7 @@ impl Dialect for Sqlite {
     const TIERING: tiering::Statements = tiering::SQLITE;
     const REJECTIONS: rejections::Statements = rejections::SQLITE;
     const HOT_KEYS: hot_keys::Statements = hot_keys::SQLITE;
+    const QUOTAS: quotas::Statements = quotas::SQLITE;
     const PARAMETER: &'static str = "?";
     /// Epoch milliseconds.
     type Time = i64;

@@ -46,6 +46,7 @@ mod dialect;
 mod events;
 mod hot_keys;
 mod postgres;
+mod quotas;
 mod record;
 mod recovery;
 mod rejections;
@@ -63,6 +64,7 @@ pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
 pub use hot_keys::{HotKey, HotKeyMinute};
 pub use postgres::PgStore;
+pub use quotas::{TenantQuota, TenantStorage};
 pub use record::{
     Completion, KeyRecord, ListCursor, ListQuery, ListState, NewClaim, Resolver, Routing, StepDone,
     Version,

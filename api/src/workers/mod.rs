@@ -7,6 +7,7 @@
 //! | `lease_watch` | with `IDEMKEY_WORKERS=on`, every `IDEMKEY_WORKER_INTERVAL` | count stuck keys, quarantine expired leases of quarantine classes ([`lease_watch`]) |
 //! | `archive` | the same | tier what is due, then clean up what expired ([`tiering`]) |
 //! | `usage_flush` | on every node, every [`FLUSH_EVERY`] | add this node's usage counts to the database, prune old rows |
+//! | `quota` | on every node, every `IDEMKEY_WORKER_INTERVAL` | when any quota is configured: measure every tenant's storage (nodes with `IDEMKEY_WORKERS=on`), then refresh this node's list of tenants refused new keys ([`Engine::quota_pass`]) |
 //!
 //! Every pass is safe on every node at once and safe to interrupt at any
 //! point (a stop is no different from a crash). A pass that fails is
@@ -58,6 +59,17 @@ impl Workers {
                 }
             },
         )];
+        let measured = engine.clone();
+        let measure = config.workers;
+        tasks.push(every(
+            ("quota", "quota pass"),
+            config.worker_interval,
+            metrics,
+            move || {
+                let engine = measured.clone();
+                async move { engine.quota_pass(measure).await }
+            },
+        ));
         if config.workers {
             let interval = config.worker_interval;
             let watched = engine.clone();
