@@ -25,6 +25,7 @@ mod recent;
 mod recovery;
 mod refusal;
 mod rules;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub use policy_cache::POLICY_TTL;
 pub use recent::COALESCING_WINDOW;
 pub use recovery::MAX_STEPS;
 pub use refusal::{Busy, Refusal};
+pub use webhooks::NewWebhook;
 
 use crate::archive::Archive;
 use crate::cache::{CacheUnavailable, OutcomeCache};

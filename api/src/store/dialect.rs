@@ -15,7 +15,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
 use super::{
-    claims, classes, hot_keys, recovery, rejections, tiering, usage, watch, StoreError, StoreResult,
+    claims, classes, hot_keys, recovery, rejections, tiering, usage, watch, webhooks, StoreError,
+    StoreResult,
 };
 
 pub trait Dialect: sqlx::Database {
@@ -35,6 +36,8 @@ pub trait Dialect: sqlx::Database {
     const REJECTIONS: rejections::Statements;
     /// The most claimed keys per class and minute.
     const HOT_KEYS: hot_keys::Statements;
+    /// Webhook endpoints and their deliveries.
+    const WEBHOOKS: webhooks::Statements;
 
     /// What a numbered parameter starts with (`$1` or `?1`).
     const PARAMETER: &'static str;
@@ -77,6 +80,7 @@ impl Dialect for Postgres {
     const TIERING: tiering::Statements = tiering::POSTGRES;
     const REJECTIONS: rejections::Statements = rejections::POSTGRES;
     const HOT_KEYS: hot_keys::Statements = hot_keys::POSTGRES;
+    const WEBHOOKS: webhooks::Statements = webhooks::POSTGRES;
     const PARAMETER: &'static str = "$";
     type Time = DateTime<Utc>;
 
@@ -106,6 +110,7 @@ impl Dialect for Sqlite {
     const TIERING: tiering::Statements = tiering::SQLITE;
     const REJECTIONS: rejections::Statements = rejections::SQLITE;
     const HOT_KEYS: hot_keys::Statements = hot_keys::SQLITE;
+    const WEBHOOKS: webhooks::Statements = webhooks::SQLITE;
     const PARAMETER: &'static str = "?";
     /// Epoch milliseconds.
     type Time = i64;
