@@ -17,7 +17,7 @@ use crate::store::{Delivery, DeliveryCounts, NewEndpoint, StoredEndpoint};
 pub enum NewWebhook {
     /// Added; `secret` is shown this once.
     Created {
-        endpoint: StoredEndpoint,
+        endpoint: Box<StoredEndpoint>,
         secret: String,
     },
     /// The class already has [`MAX_ENDPOINTS_PER_CLASS`] endpoints.
@@ -55,7 +55,10 @@ impl Engine {
             .endpoint(tenant, &id)
             .await?
             .ok_or(Refusal::Unavailable)?;
-        Ok(NewWebhook::Created { endpoint, secret })
+        Ok(NewWebhook::Created {
+            endpoint: Box::new(endpoint),
+            secret,
+        })
     }
 
     /// The tenant's endpoints, of one class or of all.

@@ -88,9 +88,8 @@ pub async fn run_once(engine: &Engine, sender: &Sender) -> anyhow::Result<Pass> 
     let mut endpoints: HashMap<(String, String), Option<StoredEndpoint>> = HashMap::new();
     for d in &due {
         let at = (d.tenant.as_str().to_owned(), d.endpoint_id.clone());
-        if !endpoints.contains_key(&at) {
-            let found = store.endpoint(&d.tenant, &d.endpoint_id).await?;
-            endpoints.insert(at, found);
+        if let std::collections::hash_map::Entry::Vacant(slot) = endpoints.entry(at) {
+            slot.insert(store.endpoint(&d.tenant, &d.endpoint_id).await?);
         }
     }
     let sends = due.iter().filter_map(|d| {
