@@ -41,12 +41,13 @@ use idemkey_tests::TestApp;
 use serde_json::{json, Value};
 
 /// The documents whose examples the tests below run.
-const RUN: [&str; 5] = [
+const RUN: [&str; 6] = [
     "README.md",
     "docs/dashboard.md",
     "docs/operations.md",
     "docs/protocol.md",
     "docs/recovery.md",
+    "docs/webhooks.md",
 ];
 
 fn scratch_dir(name: &str) -> PathBuf {
@@ -109,6 +110,11 @@ async fn the_operations_examples_run() {
 #[tokio::test]
 async fn the_dashboard_examples_run() {
     run_examples_of("docs/dashboard.md").await;
+}
+
+#[tokio::test]
+async fn the_webhooks_examples_run() {
+    run_examples_of("docs/webhooks.md").await;
 }
 
 #[test]
