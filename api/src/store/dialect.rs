@@ -3,7 +3,7 @@
 //! statements are. Everything else — binding, running, decoding, and where
 //! the dialects lock differently, whether a statement runs at all — is
 //! written once, generic over [`Dialect`], in each capability's `mod.rs`
-//! (`claims`, `recovery`, `classes`, `watch`, `usage`, `tiering`), with the
+//! (`claims`, `recovery`, `classes`, `watch`, `usage`, `tiering`, `webhooks`), with the
 //! dialects' text in its `postgres.rs` and `sqlite.rs`.
 //!
 //! Times: both dialects take "now" from the database's own clock inside the
