@@ -60,6 +60,10 @@ struct Log {
     /// Statuses to answer, in order, before answering `then` forever.
     script: VecDeque<u16>,
     then: u16,
+    /// How long each answer is held back.
+    delay: Duration,
+    /// Requests answered so far.
+    answered: usize,
 }
 
 /// A local webhook receiver.
@@ -78,11 +82,30 @@ impl Receiver {
 
     /// A receiver that answers `first` in order, then `then` forever.
     pub fn scripted(first: &[u16], then: u16) -> Self {
-        let log = Arc::new(Mutex::new(Log {
+        Self::serve(Log {
             script: first.iter().copied().collect(),
             then,
             ..Log::default()
-        }));
+        })
+    }
+
+    /// A receiver that holds every request for `delay` before answering
+    /// 200: a slow endpoint.
+    pub fn slow(delay: Duration) -> Self {
+        Self::serve(Log {
+            then: 200,
+            delay,
+            ..Log::default()
+        })
+    }
+
+    /// Requests answered so far (a slow receiver may hold some).
+    pub fn answered(&self) -> usize {
+        self.log.lock().expect("log").answered
+    }
+
+    fn serve(log: Log) -> Self {
+        let log = Arc::new(Mutex::new(log));
         let shared = web::Data::from(log.clone());
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("address"));
@@ -135,8 +158,11 @@ async fn receive(
             .unwrap_or_default()
             .to_owned()
     };
-    let mut log = log.lock().expect("log");
-    let status = log.script.pop_front().unwrap_or(log.then);
+    let (status, delay) = {
+        let mut log = log.lock().expect("log");
+        let status = log.script.pop_front().unwrap_or(log.then);
+        (status, log.delay)
+    };
     let received = Received {
         path: request.path().to_owned(),
         id: header("webhook-id"),
@@ -146,7 +172,9 @@ async fn receive(
         status,
         at: std::time::Instant::now(),
     };
-    log.received.push(received);
+    log.lock().expect("log").received.push(received);
+    tokio::time::sleep(delay).await;
+    log.lock().expect("log").answered += 1;
     HttpResponse::build(actix_web::http::StatusCode::from_u16(status).expect("a status")).finish()
 }
 

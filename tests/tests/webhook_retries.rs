@@ -1,6 +1,7 @@
 //! Webhook deliveries that fail: retried with a growing, jittered backoff
 //! until the receiver answers 2xx, given up after the configured number of
-//! attempts, and never sent twice at once by two nodes sharing a database.
+//! attempts, never sent twice at once by two nodes sharing a database, and
+//! never in a claim's way.
 
 use std::time::Duration;
 
@@ -145,6 +146,51 @@ async fn a_delivery_is_given_up_after_its_attempts_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_delivery_is_given_up_after_its_attempts_on_sqlite() {
     a_delivery_is_given_up_after_its_attempts(webhook_app(Backend::Sqlite, 3).await).await
+}
+
+/// A slow endpoint holds the webhook worker's request open (until the
+/// worker's 10 s timeout); claims and completions go on meanwhile, none of
+/// them waiting for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_endpoint_does_not_hold_up_claims() {
+    let app = webhook_app(Backend::Postgres, 3).await;
+    let hooks = Receiver::slow(Duration::from_secs(30));
+    app.create_webhook(
+        "payouts.send",
+        json!({"url": hooks.url, "events": ["quarantined"]}),
+    )
+    .await;
+    quarantined(&app, "payouts.send", "p1", "ambiguous").await;
+    hooks
+        .until("the delivery in flight", |got| got.len() == 1)
+        .await;
+
+    let started = std::time::Instant::now();
+    let mut slowest = Duration::ZERO;
+    for n in 0..20 {
+        let key = format!("c{n}");
+        let at = std::time::Instant::now();
+        let owner = app
+            .claim("payouts.send", &key, json!({"n": n}))
+            .await
+            .assert(201, "claimed")
+            .owner_token();
+        app.complete("payouts.send", &key, &owner, json!({"status_code": 201}))
+            .await
+            .assert(200, "completed");
+        slowest = slowest.max(at.elapsed());
+    }
+    let took = started.elapsed();
+    assert_eq!(
+        hooks.answered(),
+        0,
+        "all 20 claims and completions were answered while the delivery was held"
+    );
+    println!(
+        "20 claims and completions in {} ms (slowest pair {} ms) while the endpoint held its request",
+        took.as_millis(),
+        slowest.as_millis()
+    );
 }
 
 /// Three nodes on one Postgres database, each running the webhook worker
