@@ -80,6 +80,8 @@ error_codes! {
         "The outcome is not an object of the documented shape.";
     InvalidQuery = "invalid_query", BAD_REQUEST, NOT_VALID,
         "A list parameter is unknown or out of range.";
+    InvalidWebhook = "invalid_webhook", BAD_REQUEST, NOT_VALID,
+        "A webhook endpoint's settings are not valid (the `detail` names the field), or its class already has 10 endpoints.";
     Unauthorized = "unauthorized", UNAUTHORIZED, "A valid bearer token is required",
         "Missing or invalid bearer token.";
     Forbidden = "forbidden", FORBIDDEN, "The token's roles do not allow this call",
@@ -88,6 +90,8 @@ error_codes! {
         "No live record of this key for this tenant.";
     NoRoute = "no_route", NOT_FOUND, "No such endpoint",
         "No such endpoint or method.";
+    WebhookNotFound = "webhook_not_found", NOT_FOUND, "No such webhook endpoint",
+        "The tenant has no webhook endpoint of this id in this class.";
     InProgress = "in_progress", CONFLICT, "Another attempt is in progress",
         "Another attempt holds a live lease (`Retry-After`).";
     Quarantined = "quarantined", CONFLICT, "The key is quarantined until it is resolved",

@@ -26,6 +26,7 @@ pub mod stores;
 pub mod tiering;
 pub mod tokens;
 pub mod waiting;
+pub mod webhooks;
 
 pub use app::TestApp;
 pub use tokens::{TEST_AUDIENCE, TEST_ISSUER, TEST_KID, TEST_SECRET};

@@ -28,6 +28,7 @@ fn concrete(path: &str) -> String {
     path.replace("{operation}", OP)
         .replace("{key}", "k1")
         .replace("{step}", "charge")
+        .replace("{webhook}", "wh_00000000000000000000")
 }
 
 fn method(name: &str) -> Method {
@@ -51,6 +52,8 @@ fn plausible_body(path: &str) -> Value {
         json!({"owner_token": owner, "provider_ref": "p-1"})
     } else if path.ends_with("/complete") {
         json!({"owner_token": owner, "outcome": {"status_code": 200}})
+    } else if path.ends_with("/webhooks") {
+        json!({"url": "https://hooks.example.com/", "events": ["quarantined"]})
     } else if path.contains("/operation-classes/") {
         json!({"replay_window": "1s"})
     } else if path.ends_with("/quarantine") {
@@ -187,6 +190,10 @@ async fn another_tenant_reaches_none_of_the_keys_or_classes(app: TestApp) {
         match (route.path.as_str(), route.method) {
             // The stranger's own key and class: allowed, and theirs alone.
             (p, "post") if p.ends_with("/claim") => assert_eq!(answer.status, 201, "{case}"),
+            // The tenant's webhook endpoint: as unknown as one never made.
+            (p, _) if p.contains("{webhook}") => {
+                assert_problem(&answer, 404, "webhook_not_found", &case)
+            }
             (p, _) if p.starts_with("/v1/operation-classes/") => {
                 assert!(answer.status < 300, "{case}: {}", answer.text)
             }

@@ -1,7 +1,8 @@
 //! The dashboard in a real headless Chromium (WebDriver through chromedriver,
 //! driven by fantoccini), with JavaScript irrelevant: sign in by pasting a
 //! token, watch the charts follow claims made through the API, open a stuck
-//! key and resolve it as an admin, change a class's policy, see a rejected key reuse. Screenshots of every page land in
+//! key and resolve it as an admin, change a class's policy, see a rejected key reuse, add a
+//! webhook endpoint. Screenshots of every page land in
 //! `target/screenshots/` for a person to look at.
 
 use fantoccini::Locator;
@@ -298,6 +299,38 @@ async fn an_admin_signs_in_watches_claims_arrive_and_resolves_a_stuck_key() {
     assert!(rejections.contains("order-88") && rejections.contains("/amount"));
     assert!(!rejections.contains("11.00"), "values never shown");
     browser.screenshot(&shots, "13b-rejections").await;
+
+    // Add a webhook endpoint: its secret is shown once, then it is listed.
+    click_then(&browser, Locator::LinkText("Webhooks"), "#url").await;
+    for (field, text) in [
+        ("#operation", OP),
+        ("#url", "https://hooks.example.com/idemkey"),
+    ] {
+        c.find(Locator::Css(field))
+            .await
+            .unwrap()
+            .send_keys(text)
+            .await
+            .unwrap();
+    }
+    c.find(Locator::Css("input[name=quarantined]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    click_then(
+        &browser,
+        Locator::XPath("//button[text()='Add endpoint']"),
+        "#webhook-secret",
+    )
+    .await;
+    let added = source(&browser).await;
+    assert!(
+        added.contains("whsec_") && added.contains("hooks.example.com"),
+        "{added}"
+    );
+    browser.screenshot(&shots, "13c-webhooks").await;
 
     // A phone-sized window.
     c.set_window_size(390, 1600).await.unwrap();

@@ -216,6 +216,7 @@ async fn every_page_carries_a_strict_security_policy_and_is_never_cached() {
         "/dashboard/keys/charges.create/k1",
         "/dashboard/classes",
         "/dashboard/storage",
+        "/dashboard/webhooks",
         "/dashboard/keys/charges.create/missing",
     ] {
         let page = visitor.get(path).await;

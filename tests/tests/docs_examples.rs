@@ -48,6 +48,7 @@ const RUN: [&str; 6] = [
     "docs/operations.md",
     "docs/protocol.md",
     "docs/recovery.md",
+    "docs/webhooks.md",
 ];
 
 fn scratch_dir(name: &str) -> PathBuf {
@@ -115,6 +116,11 @@ async fn the_cli_examples_run() {
 #[tokio::test]
 async fn the_dashboard_examples_run() {
     run_examples_of("docs/dashboard.md").await;
+}
+
+#[tokio::test]
+async fn the_webhooks_examples_run() {
+    run_examples_of("docs/webhooks.md").await;
 }
 
 #[test]

@@ -51,6 +51,25 @@ async fn answers_carry_exactly_the_members_their_schemas_document() {
     let released = app.release("charges.create", "k3", &k3.owner_token()).await;
     let page = app.request(Method::GET, "/v1/keys").await;
     let policy = app.get_class("charges.create").await;
+    let admin = app.admin_token();
+    let hook =
+        serde_json::json!({"url": "http://127.0.0.1:9/", "events": ["stuck"], "stuck_after": "1m"});
+    let webhook = app
+        .webhook_call(&admin, Method::POST, "charges.create", "", Some(hook))
+        .await;
+    let webhooks = app
+        .webhook_call(&admin, Method::GET, "charges.create", "", None)
+        .await;
+    let id = webhook.json()["id"].as_str().unwrap_or_default().to_owned();
+    let deliveries = app
+        .webhook_call(
+            &admin,
+            Method::GET,
+            "charges.create",
+            &format!("/{id}/deliveries"),
+            None,
+        )
+        .await;
 
     for (answer, status, schema) in [
         (&claimed, 201, "Claimed"),
@@ -65,6 +84,9 @@ async fn answers_carry_exactly_the_members_their_schemas_document() {
         (&released, 200, "Released"),
         (&page, 200, "KeyPage"),
         (&policy, 200, "Policy"),
+        (&webhook, 201, "Webhook"),
+        (&webhooks, 200, "WebhookList"),
+        (&deliveries, 200, "WebhookDeliveries"),
     ] {
         assert_eq!(answer.status, status, "{schema}: {}", answer.text);
         assert_members(&doc, schema, &answer.json());

@@ -52,6 +52,10 @@ pub struct Args {
     pub workers: bool,
     #[arg(long, env = "IDEMKEY_WORKER_INTERVAL", default_value = "30s", value_parser = interval)]
     pub worker_interval: Duration,
+    #[arg(long, env = "IDEMKEY_WEBHOOK_ATTEMPTS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub webhook_attempts: u32,
+    #[arg(long, env = "IDEMKEY_WEBHOOK_BACKOFF", default_value = "30s", value_parser = interval)]
+    pub webhook_backoff: Duration,
     #[arg(long, env = "IDEMKEY_TEST_FAILPOINT")]
     pub test_failpoint: Option<String>,
     #[arg(long, env = "IDEMKEY_TENANT_RATE_LIMIT", default_value = "off", value_parser = rate_limit)]

@@ -63,6 +63,9 @@ pub struct Config {
     pub session_secrets: Vec<SecretSlice<u8>>,
     pub workers: bool,
     pub worker_interval: Duration,
+    /// `IDEMKEY_WEBHOOK_ATTEMPTS` and `IDEMKEY_WEBHOOK_BACKOFF`: how webhook
+    /// deliveries are retried.
+    pub webhook_retries: crate::workers::webhooks::Retries,
     /// `IDEMKEY_TEST_FAILPOINT`: where the archive worker stops dead, for
     /// crash tests. Never set in production.
     pub failpoint: Option<String>,
@@ -166,6 +169,10 @@ impl Config {
             session_secrets,
             workers: args.workers,
             worker_interval: args.worker_interval,
+            webhook_retries: crate::workers::webhooks::Retries {
+                attempts: args.webhook_attempts,
+                backoff: args.webhook_backoff,
+            },
             failpoint: args.test_failpoint,
             tenant_rate_limit: args.tenant_rate_limit.0,
             database_pool: args.database_pool,

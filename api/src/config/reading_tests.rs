@@ -62,6 +62,8 @@ fn each_variable_is_read() {
         ("IDEMKEY_CACHE", "off"),
         ("IDEMKEY_WORKERS", "off"),
         ("IDEMKEY_WORKER_INTERVAL", "2m"),
+        ("IDEMKEY_WEBHOOK_ATTEMPTS", "4"),
+        ("IDEMKEY_WEBHOOK_BACKOFF", "5s"),
         ("IDEMKEY_TENANT_RATE_LIMIT", "50"),
         ("IDEMKEY_DATABASE_POOL", "7"),
         ("IDEMKEY_JWT_ISSUER", "issuer"),
@@ -76,6 +78,10 @@ fn each_variable_is_read() {
     assert!(!c.cache);
     assert!(!c.workers);
     assert_eq!(c.worker_interval, Duration::from_secs(120));
+    assert_eq!(
+        (c.webhook_retries.attempts, c.webhook_retries.backoff),
+        (4, Duration::from_secs(5))
+    );
     assert_eq!(c.tenant_rate_limit.map(|n| n.get()), Some(50));
     assert_eq!(c.database_pool, 7);
     assert_eq!(

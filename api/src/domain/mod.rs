@@ -13,6 +13,7 @@ pub mod quota;
 pub mod time;
 pub mod top_keys;
 pub mod usage;
+pub mod webhook;
 
 pub use claim::{
     decide, decide_completed, judged_fingerprint, needs_record_rules, protected_until, Decision,

@@ -27,6 +27,7 @@ mod recovery;
 mod refusal;
 mod rules;
 mod waiters;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -39,6 +40,7 @@ pub use quota::{QuotaUsage, Quotas};
 pub use recent::COALESCING_WINDOW;
 pub use recovery::MAX_STEPS;
 pub use refusal::{Busy, Refusal};
+pub use webhooks::NewWebhook;
 
 use crate::archive::Archive;
 use crate::cache::{CacheUnavailable, OutcomeCache};

@@ -49,3 +49,8 @@ pub struct WorkerPass {
 pub struct Worker {
     pub worker: &'static str,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeliveryResult {
+    pub result: &'static str,
+}

@@ -38,6 +38,8 @@ pub struct Metrics {
     pub stuck_keys: Family<Kind, Gauge>,
     pub stuck_oldest_age_seconds: Family<Kind, Gauge>,
     pub lease_watch_quarantined: Counter,
+    /// Webhook delivery attempts, by result.
+    pub webhook_deliveries: Family<DeliveryResult, Counter>,
     pub rate_limited: Counter,
     pub claim_seconds: Family<Status, Histogram, fn() -> Histogram>,
     pub outcome_bytes: Histogram,
@@ -122,6 +124,7 @@ impl Metrics {
             stuck_keys: Family::default(),
             stuck_oldest_age_seconds: Family::default(),
             lease_watch_quarantined: Counter::default(),
+            webhook_deliveries: Family::default(),
             rate_limited: Counter::default(),
             claim_seconds,
             // 64 bytes to 8 MiB, the largest outcome a class may allow.
@@ -202,6 +205,11 @@ impl Metrics {
             "lease_watch_quarantined",
             "Expired leases the lease watch quarantined under a quarantine policy",
             m.lease_watch_quarantined.clone(),
+        );
+        registry.register(
+            "webhook_deliveries",
+            "Webhook delivery attempts by result: delivered, retried (to be tried again) or failed (given up)",
+            m.webhook_deliveries.clone(),
         );
         registry.register(
             "claim_seconds",
@@ -331,6 +339,12 @@ impl Metrics {
         self.stuck_oldest_age_seconds
             .get_or_create(&Kind { kind })
             .set(oldest_age_seconds);
+    }
+
+    pub fn webhook_delivery(&self, result: &'static str) {
+        self.webhook_deliveries
+            .get_or_create(&DeliveryResult { result })
+            .inc();
     }
 
     /// Counts a waiting claim until the guard is dropped.

@@ -1,6 +1,7 @@
 //! HTTP routes: thin handlers that extract, call the engine, and map the
-//! answer to HTTP: `/v1/keys/…` (keys.rs) and `/v1/operation-classes/…`
-//! (classes.rs). All JSON answers and problem documents are built here.
+//! answer to HTTP: `/v1/keys/…` (keys.rs), `/v1/operation-classes/…`
+//! (classes.rs) and each class's webhook endpoints (webhooks.rs). All JSON
+//! answers and problem documents are built here.
 //!
 //! [`configure`] registers every route and thereby documents it (the
 //! OpenAPI document is generated from the registration, openapi/mod.rs);
@@ -19,6 +20,7 @@ pub mod openapi;
 mod recovery;
 pub mod request_id;
 pub mod view;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -85,7 +87,11 @@ pub fn configure(cfg: &mut ServiceConfig) {
             scope("/v1/operation-classes/{operation}")
                 .service(classes::get)
                 .service(classes::put)
-                .service(classes::delete),
+                .service(classes::delete)
+                .service(webhooks::create)
+                .service(webhooks::list)
+                .service(webhooks::delete)
+                .service(webhooks::deliveries),
         );
 }
 

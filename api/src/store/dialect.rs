@@ -3,7 +3,7 @@
 //! statements are. Everything else — binding, running, decoding, and where
 //! the dialects lock differently, whether a statement runs at all — is
 //! written once, generic over [`Dialect`], in each capability's `mod.rs`
-//! (`claims`, `recovery`, `classes`, `watch`, `usage`, `tiering`), with the
+//! (`claims`, `recovery`, `classes`, `watch`, `usage`, `tiering`, `webhooks`), with the
 //! dialects' text in its `postgres.rs` and `sqlite.rs`.
 //!
 //! Times: both dialects take "now" from the database's own clock inside the
@@ -15,8 +15,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{Encode, Postgres, Row, Sqlite, Type};
 
 use super::{
-    claims, classes, hot_keys, quotas, recovery, rejections, tiering, usage, watch, StoreError,
-    StoreResult,
+    claims, classes, hot_keys, quotas, recovery, rejections, tiering, usage, watch, webhooks,
+    StoreError, StoreResult,
 };
 
 pub trait Dialect: sqlx::Database {
@@ -38,6 +38,8 @@ pub trait Dialect: sqlx::Database {
     const HOT_KEYS: hot_keys::Statements;
     /// Per-tenant quotas and measured storage.
     const QUOTAS: quotas::Statements;
+    /// Webhook endpoints and their deliveries.
+    const WEBHOOKS: webhooks::Statements;
 
     /// What a numbered parameter starts with (`$1` or `?1`).
     const PARAMETER: &'static str;
@@ -81,6 +83,7 @@ impl Dialect for Postgres {
     const REJECTIONS: rejections::Statements = rejections::POSTGRES;
     const HOT_KEYS: hot_keys::Statements = hot_keys::POSTGRES;
     const QUOTAS: quotas::Statements = quotas::POSTGRES;
+    const WEBHOOKS: webhooks::Statements = webhooks::POSTGRES;
     const PARAMETER: &'static str = "$";
     type Time = DateTime<Utc>;
 
@@ -111,6 +114,7 @@ impl Dialect for Sqlite {
     const REJECTIONS: rejections::Statements = rejections::SQLITE;
     const HOT_KEYS: hot_keys::Statements = hot_keys::SQLITE;
     const QUOTAS: quotas::Statements = quotas::SQLITE;
+    const WEBHOOKS: webhooks::Statements = webhooks::SQLITE;
     const PARAMETER: &'static str = "?";
     /// Epoch milliseconds.
     type Time = i64;

@@ -54,6 +54,7 @@ mod sqlite;
 mod tiering;
 mod usage;
 mod watch;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -76,6 +77,7 @@ use claims::Sql;
 pub use tiering::{ArchiveLag, Placement, SealedSegment, TierBatch, TierCandidate};
 pub use usage::{HotCount, HotState, UsageBucket, UsageMinute};
 pub use watch::StuckCount;
+pub use webhooks::{AttemptResult, Delivery, DeliveryCounts, NewEndpoint, StoredEndpoint};
 
 use crate::domain::{IdempotencyKey, KeyHash, OperationName, OwnerTokenHash, ScopedKey, TenantId};
 

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `lease_watch` | with `IDEMKEY_WORKERS=on`, every `IDEMKEY_WORKER_INTERVAL` | count stuck keys, quarantine expired leases of quarantine classes ([`lease_watch`]) |
 //! | `archive` | the same | tier what is due, then clean up what expired ([`tiering`]) |
+//! | `webhooks` | the same | queue lifecycle events, send the deliveries that are due, retry or fail them ([`webhooks`]) |
 //! | `usage_flush` | on every node, every [`FLUSH_EVERY`] | add this node's usage counts to the database, prune old rows |
 //! | `quota` | on every node, every `IDEMKEY_WORKER_INTERVAL` | when any quota is configured: measure every tenant's storage (nodes with `IDEMKEY_WORKERS=on`), then refresh this node's list of tenants refused new keys ([`Engine::quota_pass`]) |
 //!
@@ -16,6 +17,7 @@
 
 pub mod lease_watch;
 pub mod tiering;
+pub mod webhooks;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -99,7 +101,28 @@ impl Workers {
                     }
                 },
             ));
-            tracing::info!(every = ?interval, "workers running: lease watch, tiering and cleanup");
+            match webhooks::Sender::new(config.webhook_retries) {
+                Ok(sender) => {
+                    let delivering = engine.clone();
+                    tasks.push(every(
+                        ("webhooks", "webhook worker"),
+                        interval,
+                        metrics,
+                        move || {
+                            let (engine, sender) = (delivering.clone(), sender.clone());
+                            async move {
+                                let pass = webhooks::run_once(&engine, &sender).await?;
+                                if pass != webhooks::Pass::default() {
+                                    tracing::debug!(?pass, "webhook worker");
+                                }
+                                Ok(())
+                            }
+                        },
+                    ));
+                }
+                Err(e) => tracing::error!(error = %e, "webhooks cannot be sent: no HTTP client"),
+            }
+            tracing::info!(every = ?interval, "workers running: lease watch, tiering and cleanup, webhooks");
         }
         Self {
             tasks,

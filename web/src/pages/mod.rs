@@ -15,6 +15,7 @@ mod rejections;
 mod resolve;
 mod sign_in;
 mod storage;
+mod webhooks;
 
 use actix_web::web;
 
@@ -45,7 +46,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/classes/{operation}", web::get().to(class_policy::edit))
         .route("/classes/{operation}", web::post().to(class_policy::submit))
         .route("/rejections", web::get().to(rejections::page))
-        .route("/storage", web::get().to(storage::page));
+        .route("/storage", web::get().to(storage::page))
+        .route("/webhooks", web::get().to(webhooks::list))
+        .route("/webhooks", web::post().to(webhooks::add))
+        .route("/webhooks/{id}", web::get().to(webhooks::deliveries))
+        .route("/webhooks/{id}/delete", web::post().to(webhooks::delete));
 }
 
 /// What the shared layout (`base.html`) shows around every page.

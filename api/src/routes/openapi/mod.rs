@@ -47,6 +47,7 @@ use crate::error::ErrorCode;
         (name = "keys", description = "Claim a key, store its outcome, and the owner's other calls."),
         (name = "recovery", description = "Steps, quarantine, resolve and listing — for outcomes that are ambiguous."),
         (name = "operation-classes", description = "Per-class policies, set by a tenant's admins."),
+        (name = "webhooks", description = "Per-class webhook endpoints for key lifecycle events, set by a tenant's admins."),
         (name = "operations", description = "Health, readiness, metrics and this document. No token needed."),
     ),
     components(schemas(ErrorCode, problems::Problem, problems::KeyReusedProblem, problems::InProgressProblem)),
