@@ -41,7 +41,7 @@ use idemkey_tests::TestApp;
 use serde_json::{json, Value};
 
 /// The documents whose examples the tests below run.
-const RUN: [&str; 6] = [
+const RUN: [&str; 7] = [
     "README.md",
     "docs/cli.md",
     "docs/dashboard.md",
