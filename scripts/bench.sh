@@ -6,6 +6,7 @@
 # Extra arguments go to idemkey-bench and override the defaults below (the
 # README is then left alone), e.g.
 #   bash scripts/bench.sh --only new-keys,limit-db-claim-complete
+#   bash scripts/bench.sh --only new-keys-sqlite,limit-app-sqlite-new-keys  # the embedded default
 #   BENCH_QUICK=1 bash scripts/bench.sh        # short windows, 100k-row growth
 # `target/release/idemkey-bench --help` lists every flag.
 set -euo pipefail

@@ -39,6 +39,10 @@ pub struct Args {
     /// Virtual clients (and pgbench clients) of the steady scenarios.
     #[arg(long, default_value_t = 64)]
     pub clients: usize,
+    /// Clients of the embedded-default rows (`new-keys-sqlite`, and the
+    /// tasks and pooled connections of `limit-app-sqlite-new-keys`).
+    #[arg(long, default_value_t = 16)]
+    pub sqlite_clients: usize,
     /// Clients claiming the hot key at once.
     #[arg(long, default_value_t = 500)]
     pub storm_clients: usize,

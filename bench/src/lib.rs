@@ -5,7 +5,9 @@
 //! ratio to its limit beside throughput, latency percentiles, server CPU time
 //! per operation and peak RSS.
 //!
-//! `in_app` is the anchor: the seeds' in-app SQL a team would write instead.
+//! `in_app` is the anchor: the seeds' in-app SQL a team would write instead
+//! (run by pgbench on Postgres, and from this process on a SQLite file for
+//! the embedded default).
 //! `main.rs` is glue; `suite` runs measurements by name; `measure` has one
 //! function per measurement (`workers` those of the archive worker); `steady`, `storm` and `idle` are the load
 //! shapes; `sql` generates the pgbench scripts; the rest is plumbing

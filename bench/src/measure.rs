@@ -5,9 +5,10 @@
 //! This module holds what every measurement shares: the run's context, the
 //! database's clean-up, driving a server with a load mix, and turning a
 //! failure into a report row. The measurements themselves are in `limits`
-//! (the machine's own limits: HTTP, and pgbench with the service's SQL) and
+//! (the machine's own limits: HTTP, and pgbench with the service's SQL),
 //! `scenarios` (the service under load: new keys, growth, replays, mixed,
-//! a hot key, idle connections); both are re-exported here.
+//! a hot key, idle connections) and `embedded` (the service on its SQLite
+//! default against the same in-app SQL on SQLite); all are re-exported here.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -21,9 +22,11 @@ use crate::report::{Kind, Measurement};
 use crate::server::ServerEnv;
 use crate::steady::{self, Mix};
 
+mod embedded;
 mod limits;
 mod scenarios;
 
+pub use embedded::{limit_app_sqlite, new_keys_sqlite};
 pub use limits::{limit_db, limit_http, DbLimit};
 pub use scenarios::{hot_key, idle_connections, mixed, new_keys, replays, GROWTH_DUE_EVERY};
 
@@ -76,7 +79,7 @@ pub(crate) async fn drive(
     let server = env.start(&db.url).await?;
     let run = steady::run(
         &server,
-        &db.name,
+        Some(&db.name),
         &ctx.token,
         mix,
         ctx.args.clients,

@@ -45,12 +45,15 @@ impl ServerEnv {
         }
     }
 
-    fn command(&self, database_url: &str) -> Command {
+    /// The server's command; without a database URL it opens its embedded
+    /// default, a SQLite file in the data directory.
+    fn command(&self, database_url: Option<&str>) -> Command {
         let mut cmd = Command::new(&self.binary);
-        cmd.env_clear()
-            .current_dir(&self.data_dir)
-            .env("IDEMKEY_DATABASE_URL", database_url)
-            .env("IDEMKEY_DATA_DIR", &self.data_dir)
+        cmd.env_clear().current_dir(&self.data_dir);
+        if let Some(url) = database_url {
+            cmd.env("IDEMKEY_DATABASE_URL", url);
+        }
+        cmd.env("IDEMKEY_DATA_DIR", &self.data_dir)
             .env("IDEMKEY_JWT_SECRETS", format!("{KID}={}", self.jwt_secret))
             .env("IDEMKEY_SECRET", &self.effect_secret)
             .env("RUST_LOG", "info")
@@ -91,7 +94,7 @@ impl ServerEnv {
     /// `idemkey migrate`: the schema, without a server (for pgbench limits).
     pub async fn migrate(&self, database_url: &str) -> anyhow::Result<()> {
         let out = self
-            .command(database_url)
+            .command(Some(database_url))
             .arg("migrate")
             .output()
             .await
@@ -106,6 +109,17 @@ impl ServerEnv {
     }
 
     pub async fn start(&self, database_url: &str) -> anyhow::Result<Server> {
+        self.start_on(Some(database_url)).await
+    }
+
+    /// The server on its embedded default: no `IDEMKEY_DATABASE_URL`, so
+    /// it opens (and migrates) `idemkey.db` in `data_dir`, as a fresh
+    /// install does.
+    pub async fn start_embedded(&self) -> anyhow::Result<Server> {
+        self.start_on(None).await
+    }
+
+    async fn start_on(&self, database_url: Option<&str>) -> anyhow::Result<Server> {
         let mut child = self
             .command(database_url)
             .arg("serve")

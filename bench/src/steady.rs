@@ -119,10 +119,11 @@ async fn healthz(c: &mut Client) -> OpResult {
 }
 
 /// Connects `clients` clients to `server` and drives `mix` through them;
-/// `db` is the server's database (its backends' CPU is sampled).
+/// `db` is the server's Postgres database (its backends' CPU is sampled),
+/// `None` for the embedded store, whose work is in the server's own CPU.
 pub async fn run(
     server: &Server,
-    db: &str,
+    db: Option<&str>,
     token: &str,
     mix: Mix,
     clients: usize,
@@ -143,7 +144,7 @@ pub async fn run(
         });
     }
     Ok(
-        closed_loop(spec, Some(server_pid), Some(db), states, move |mut c| {
+        closed_loop(spec, Some(server_pid), db, states, move |mut c| {
             Box::pin(async move {
                 let result = match mix {
                     Mix::NewKeys => new_key(&mut c).await,

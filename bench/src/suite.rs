@@ -15,7 +15,7 @@ use crate::targets::{judge, ratio, reads_per_window, Bound, TargetResult};
 use crate::{db, svg};
 
 /// Every measurement, in the order a full run takes them.
-pub const ALL: [(&str, &str); 14] = [
+pub const ALL: [(&str, &str); 16] = [
     (
         "limit-http",
         "HTTP limit: GET /healthz through the same load generator",
@@ -37,7 +37,15 @@ pub const ALL: [(&str, &str); 14] = [
         "limit-app-mixed",
         "pgbench: the in-app SQL, 80 % new keys / 20 % select by key",
     ),
+    (
+        "limit-app-sqlite-new-keys",
+        "in-app SQL on its own SQLite file, the service's durability (WAL, synchronous = FULL, its busy timeout)",
+    ),
     ("new-keys", "(1) claim → complete on fresh keys"),
+    (
+        "new-keys-sqlite",
+        "(1) on the embedded default (SQLite in its own data dir), --sqlite-clients",
+    ),
     (
         "replay",
         "(2) replays of completed keys, server's default cache",
@@ -143,8 +151,14 @@ pub async fn run(args: Args) -> anyhow::Result<Report> {
                 let f = measure::limit_db(&ctx, DbLimit::AppMixed);
                 measure::or_failed(name, title, kind, f).await
             }
+            "limit-app-sqlite-new-keys" => {
+                measure::or_failed(name, title, kind, measure::limit_app_sqlite(&ctx)).await
+            }
             "new-keys" => {
                 measure::or_failed(name, title, kind, measure::new_keys(&ctx, None)).await
+            }
+            "new-keys-sqlite" => {
+                measure::or_failed(name, title, kind, measure::new_keys_sqlite(&ctx)).await
             }
             "replay" => measure::or_failed(name, title, kind, measure::replays(&ctx, false)).await,
             "replay-cache-off" => {
@@ -283,7 +297,37 @@ pub fn evaluate(ms: &[Measurement], args: &Args) -> Vec<TargetResult> {
             .and_then(|m| m.peak_rss_mib)
             .ok_or_else(|| "idle-connections not measured".into()),
     ));
+    t.extend(embedded_targets(ms, args));
     t
+}
+
+/// The embedded default against its anchor: at least as fast as the same
+/// two statements on a SQLite file, and a short tail.
+fn embedded_targets(ms: &[Measurement], args: &Args) -> [TargetResult; 2] {
+    let p99 = get(ms, "new-keys-sqlite")
+        .ok_or_else(|| "new-keys-sqlite not measured".to_owned())
+        .and_then(|m| {
+            m.latency
+                .map(|l| l.p99_ms)
+                .ok_or_else(|| "no latency".into())
+        });
+    [
+        judge(
+            "embedded default: new keys / in-app SQL on SQLite (same durability)",
+            Bound::AtLeast(1.0),
+            "×",
+            ratio_of(ms, "new-keys-sqlite", "limit-app-sqlite-new-keys"),
+        ),
+        judge(
+            &format!(
+                "embedded default: p99 of new keys at {} connections",
+                args.sqlite_clients
+            ),
+            Bound::Below(50.0),
+            " ms",
+            p99,
+        ),
+    ]
 }
 
 fn storm_reads(ms: &[Measurement], args: &Args) -> Result<f64, String> {

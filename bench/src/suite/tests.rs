@@ -80,3 +80,80 @@ fn unknown_names_are_refused_and_known_ones_keep_suite_order() {
     args.only = vec!["nope".into()];
     assert!(selected(&args).is_err());
 }
+
+#[test]
+fn the_embedded_rows_are_listed_and_run_with_their_own_client_count() {
+    let listed = list();
+    assert!(listed.contains("limit-app-sqlite-new-keys "), "{listed}");
+    assert!(listed.contains("new-keys-sqlite "), "{listed}");
+    let args = Args::parse_from([
+        "idemkey-bench",
+        "--only",
+        "new-keys-sqlite,limit-app-sqlite-new-keys",
+    ]);
+    assert_eq!(args.sqlite_clients, 16);
+    assert_eq!(args.clients, 64, "the other rows keep theirs");
+    assert_eq!(
+        selected(&args).unwrap(),
+        ["limit-app-sqlite-new-keys", "new-keys-sqlite"]
+    );
+    let args = Args::parse_from(["idemkey-bench", "--sqlite-clients", "4"]);
+    assert_eq!(args.sqlite_clients, 4);
+}
+
+fn embedded(ms: &[Measurement]) -> Vec<TargetResult> {
+    let args = Args::parse_from(["idemkey-bench"]);
+    evaluate(ms, &args)
+        .into_iter()
+        .filter(|t| t.name.starts_with("embedded default"))
+        .collect()
+}
+
+#[test]
+fn the_embedded_default_is_judged_against_its_sqlite_anchor_and_its_tail() {
+    let mut service = m("new-keys-sqlite", 833.0, Some("limit-app-sqlite-new-keys"));
+    service.latency = Some(crate::hist::Latency {
+        count: 1,
+        mean_ms: 20.0,
+        p50_ms: 15.0,
+        p99_ms: 735.0,
+        p999_ms: 900.0,
+        max_ms: 1000.0,
+    });
+    let mut ms = vec![m("limit-app-sqlite-new-keys", 2557.0, None), service];
+    apply_ratios(&mut ms);
+    assert_eq!(ms[1].ratio, Some(833.0 / 2557.0));
+    let t = embedded(&ms);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].verdict, Verdict::Fail); // 0.33 < 1.0
+    assert_eq!(t[0].requirement, "≥ 1×");
+    assert_eq!(t[1].verdict, Verdict::Fail); // 735 ms ≥ 50 ms
+    assert_eq!(
+        t[1].name,
+        "embedded default: p99 of new keys at 16 connections"
+    );
+    assert_eq!(t[1].requirement, "< 50 ms");
+
+    ms[1].throughput = Some(2600.0);
+    ms[1].latency.as_mut().unwrap().p99_ms = 49.9;
+    let t = embedded(&ms);
+    assert_eq!(
+        (&t[0].verdict, &t[1].verdict),
+        (&Verdict::Pass, &Verdict::Pass)
+    );
+}
+
+#[test]
+fn the_embedded_targets_say_why_when_a_row_is_missing() {
+    let t = embedded(&[m("new-keys-sqlite", 800.0, None)]);
+    assert_eq!(
+        t[0].verdict,
+        Verdict::NotMeasured("limit-app-sqlite-new-keys not measured".into())
+    );
+    assert_eq!(t[1].verdict, Verdict::NotMeasured("no latency".into()));
+    let t = embedded(&[]);
+    assert_eq!(
+        t[1].verdict,
+        Verdict::NotMeasured("new-keys-sqlite not measured".into())
+    );
+}
