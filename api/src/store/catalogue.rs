@@ -17,7 +17,9 @@
 use sqlx::Postgres;
 
 use super::dialect::Dialect;
-use super::{claims, classes, hot_keys, recovery, rejections, tiering, usage, watch};
+use super::{
+    claims, classes, hot_keys, quotas, recovery, rejections, tiering, usage, watch, webhooks,
+};
 
 /// One statement: `capability.field` and its Postgres text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,6 +158,54 @@ pub fn postgres() -> Vec<Statement> {
     add("hot_keys.add", &hot_keys::add_sql::<Postgres>(1));
     add("hot_keys.top", top);
     add("hot_keys.prune", prune);
+
+    let webhooks::Statements {
+        insert_endpoint,
+        endpoints,
+        endpoint,
+        delete_endpoint,
+        queue_quarantined,
+        queue_stuck,
+        queue_taken_over,
+        queue_spikes,
+        take_due,
+        finish,
+        deliveries,
+        counts,
+        prune,
+    } = <Postgres as Dialect>::WEBHOOKS;
+    add("webhooks.insert_endpoint", insert_endpoint);
+    add("webhooks.endpoints", endpoints);
+    add("webhooks.endpoint", endpoint);
+    add("webhooks.delete_endpoint", delete_endpoint);
+    add("webhooks.queue_quarantined", queue_quarantined);
+    add("webhooks.queue_stuck", queue_stuck);
+    add("webhooks.queue_taken_over", queue_taken_over);
+    add("webhooks.queue_spikes", queue_spikes);
+    add("webhooks.take_due", take_due);
+    add("webhooks.finish", finish);
+    add("webhooks.deliveries", deliveries);
+    add("webhooks.counts", counts);
+    add("webhooks.prune", prune);
+
+    let quotas::Statements {
+        measure,
+        zero_missing,
+        all_storage,
+        all_quotas,
+        storage_of,
+        quota_of,
+        set_quota,
+        clear_quota,
+    } = <Postgres as Dialect>::QUOTAS;
+    add("quotas.measure", measure);
+    add("quotas.zero_missing", zero_missing);
+    add("quotas.all_storage", all_storage);
+    add("quotas.all_quotas", all_quotas);
+    add("quotas.storage_of", storage_of);
+    add("quotas.quota_of", quota_of);
+    add("quotas.set_quota", set_quota);
+    add("quotas.clear_quota", clear_quota);
 
     all
 }

@@ -2,9 +2,13 @@
 //! each statement a request runs, with the values a request would bind,
 //! and the workers' statements it leaves out, each with its reason. Every
 //! name is a `store::catalogue` name; the test fails for a catalogue name
-//! found in neither list.
+//! found in neither list. The webhook and quota statements have files of
+//! their own beside this one.
 
 use super::Param;
+
+mod quotas;
+mod webhooks;
 
 /// How far a statement may reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +27,15 @@ pub struct Case {
     pub variant: &'static str,
     pub reach: Reach,
     pub params: Vec<Param>,
+}
+
+/// Every statement no request runs, with the reason: [`EXCLUDED`] and the
+/// webhook and quota workers' and operator's.
+pub fn excluded() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    EXCLUDED
+        .iter()
+        .chain(webhooks::EXCLUDED)
+        .chain(quotas::EXCLUDED)
 }
 
 /// Statements no request runs: the workers' and the usage roll-up's, which
@@ -119,7 +132,7 @@ fn case(name: &'static str, variant: &'static str, reach: Reach, params: Vec<Par
 }
 
 /// Every statement a request runs, once per way it is run (the listing's
-/// filters, an owner's and an admin's resolve).
+/// filters, an owner's and an admin's resolve), webhooks' and quotas' too.
 pub fn cases() -> Vec<Case> {
     use Reach::*;
     let new_claim = || {
@@ -151,7 +164,7 @@ pub fn cases() -> Vec<Case> {
     };
     let no_cursor = ["null", "null", "null"];
     let outcome = p("text", r#"'{"status_code":201,"body":{"id":1}}'"#);
-    vec![
+    let mut all = vec![
         case("claims.insert_claim", "new key", Key, new_claim()),
         case("claims.find", "replay, lookup", Key, key(&[])),
         case(
@@ -356,5 +369,8 @@ pub fn cases() -> Vec<Case> {
                 p("int8", "5"),
             ],
         ),
-    ]
+    ];
+    all.extend(webhooks::cases());
+    all.extend(quotas::cases());
+    all
 }
