@@ -20,23 +20,26 @@ fn outcome() -> Value {
     json!({"status_code": 201, "body": {"charge": "ch_9", "amount": "25.00"}, "resource_id": "ch_9"})
 }
 
+/// A duplicate claim of `key` on `app` that waits up to 10 s for its owner.
+fn waiting_claim(app: &TestApp, key: &str) -> impl std::future::Future<Output = Answer> {
+    let (client, url, bearer) = (app.client.clone(), app.key_url(OP, key), app.token.clone());
+    async move {
+        let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
+        let response = client
+            .post(format!("{url}/claim"))
+            .bearer_auth(bearer)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        Answer::from(response).await
+    }
+}
+
 async fn a_waiting_duplicate_is_answered_with_the_outcome_once_the_owner_completes(app: TestApp) {
     // Arrange: an owner, and a duplicate that is already waiting.
     let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
-    let waiter = tokio::spawn({
-        let (client, url, bearer) = (app.client.clone(), app.key_url(OP, "k1"), app.token.clone());
-        async move {
-            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
-            let response = client
-                .post(format!("{url}/claim"))
-                .bearer_auth(bearer)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            Answer::from(response).await
-        }
-    });
+    let waiter = tokio::spawn(waiting_claim(&app, "k1"));
     until_waiting(|| app.metrics(), 1.0).await;
 
     // Act
@@ -55,20 +58,7 @@ async fn a_waiting_duplicate_is_answered_with_the_outcome_once_the_owner_complet
 
 async fn a_waiting_duplicate_becomes_the_owner_when_the_owner_releases(app: TestApp) {
     let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
-    let waiter = tokio::spawn({
-        let (client, url, bearer) = (app.client.clone(), app.key_url(OP, "k1"), app.token.clone());
-        async move {
-            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
-            let response = client
-                .post(format!("{url}/claim"))
-                .bearer_auth(bearer)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            Answer::from(response).await
-        }
-    });
+    let waiter = tokio::spawn(waiting_claim(&app, "k1"));
     until_waiting(|| app.metrics(), 1.0).await;
 
     app.release(OP, "k1", &token).await.assert(200, "released");
@@ -85,18 +75,7 @@ async fn many_waiting_duplicates_share_one_look_when_they_are_woken(app: TestApp
     let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
     let mut waiters = Vec::new();
     for _ in 0..20 {
-        let (client, url, bearer) = (app.client.clone(), app.key_url(OP, "k1"), app.token.clone());
-        waiters.push(tokio::spawn(async move {
-            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
-            let response = client
-                .post(format!("{url}/claim"))
-                .bearer_auth(bearer)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            Answer::from(response).await
-        }));
+        waiters.push(tokio::spawn(waiting_claim(&app, "k1")));
     }
     until_waiting(|| app.metrics(), 20.0).await;
     let before = app.metrics().await.statements();
@@ -301,20 +280,7 @@ async fn a_waiter_on_one_node_is_woken_by_a_release_on_another() {
         .await
         .as_tenant_of(&a);
     let token = b.claim(OP, "k1", json!({"a": 1})).await.owner_token();
-    let waiter = tokio::spawn({
-        let (client, url, bearer) = (a.client.clone(), a.key_url(OP, "k1"), a.token.clone());
-        async move {
-            let body = json!({"request": {"a": 1}, "wait_ms": 10_000});
-            let response = client
-                .post(format!("{url}/claim"))
-                .bearer_auth(bearer)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            Answer::from(response).await
-        }
-    });
+    let waiter = tokio::spawn(waiting_claim(&a, "k1"));
     until_waiting(|| a.metrics(), 1.0).await;
 
     // Act

@@ -113,6 +113,17 @@ pub enum Error {
         /// True when there may be more differences than `mismatched` names.
         mismatched_truncated: bool,
     },
+    /// 400 `invalid_webhook`: a webhook endpoint's settings are invalid.
+    #[error("{0}")]
+    InvalidWebhook(Problem),
+    /// 404 `webhook_not_found`: no such webhook endpoint for this tenant.
+    #[error("{0}")]
+    WebhookNotFound(Problem),
+    /// 507 `quota_exceeded`: the tenant has reached its quota of stored
+    /// keys or outcome bytes; a new key is refused until the operator
+    /// raises it or records expire (not retried: waiting does not lift it).
+    #[error("{0}")]
+    QuotaExceeded(Problem),
     /// 429 `rate_limited` (retried by the SDK until its retry budget ends).
     #[error("{problem}")]
     RateLimited {
@@ -222,6 +233,9 @@ pub const PROBLEM_CODES: &[&str] = &[
     "too_many_steps",
     "not_quarantined",
     "key_reused",
+    "invalid_webhook",
+    "webhook_not_found",
+    "quota_exceeded",
     "rate_limited",
     "unavailable",
 ];
@@ -280,6 +294,9 @@ impl Error {
                     mismatched_truncated,
                 }
             }
+            "invalid_webhook" => Self::InvalidWebhook(problem),
+            "webhook_not_found" => Self::WebhookNotFound(problem),
+            "quota_exceeded" => Self::QuotaExceeded(problem),
             "rate_limited" => Self::RateLimited {
                 problem,
                 retry_after,
@@ -322,7 +339,10 @@ impl Error {
             | Self::AlreadyCompleted(p)
             | Self::StepConflict(p)
             | Self::TooManySteps(p)
-            | Self::NotQuarantined(p) => Some(p),
+            | Self::NotQuarantined(p)
+            | Self::InvalidWebhook(p)
+            | Self::WebhookNotFound(p)
+            | Self::QuotaExceeded(p) => Some(p),
             Self::InProgress { problem, .. }
             | Self::KeyReused { problem, .. }
             | Self::RateLimited { problem, .. }

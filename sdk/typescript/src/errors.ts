@@ -95,6 +95,12 @@ export class StepConflictError extends IdemkeyError {}
 export class TooManyStepsError extends IdemkeyError {}
 /** 409 `not_quarantined`. */
 export class NotQuarantinedError extends IdemkeyError {}
+/** 400 `invalid_webhook`: a webhook endpoint's settings are invalid. */
+export class InvalidWebhookError extends IdemkeyError {}
+/** 404 `webhook_not_found`: no such webhook endpoint for this tenant. */
+export class WebhookNotFoundError extends IdemkeyError {}
+/** 507 `quota_exceeded`: the tenant reached its quota of stored keys or outcome bytes; not retried. */
+export class QuotaExceededError extends IdemkeyError {}
 
 /** 422 `key_reused`: the same key with a different request. A caller bug: do not retry. */
 export class KeyReusedError extends IdemkeyError {
@@ -225,6 +231,9 @@ export const ERROR_CLASSES: Readonly<Record<string, ProblemErrorClass>> = Object
   step_conflict: StepConflictError,
   too_many_steps: TooManyStepsError,
   not_quarantined: NotQuarantinedError,
+  invalid_webhook: InvalidWebhookError,
+  webhook_not_found: WebhookNotFoundError,
+  quota_exceeded: QuotaExceededError,
   rate_limited: RateLimitedError,
   unavailable: UnavailableError,
 });

@@ -190,6 +190,18 @@ class KeyReusedError(IdemkeyError):
         return self.problem.get("mismatched_truncated") is True
 
 
+class InvalidWebhookError(IdemkeyError):
+    """400 ``invalid_webhook``: a webhook endpoint's settings are invalid."""
+
+
+class WebhookNotFoundError(IdemkeyError):
+    """404 ``webhook_not_found``: no such webhook endpoint for this tenant."""
+
+
+class QuotaExceededError(IdemkeyError):
+    """507 ``quota_exceeded``: the tenant reached its quota of stored keys or outcome bytes; not retried."""
+
+
 # 429 / 503: retried by the SDK after Retry-After.
 class RateLimitedError(IdemkeyError):
     """429 ``rate_limited``: retried by the SDK after ``Retry-After`` until its retry budget is spent."""
@@ -294,6 +306,9 @@ ERROR_CLASSES: Mapping[str, Type[IdemkeyError]] = {
     "step_conflict": StepConflictError,
     "too_many_steps": TooManyStepsError,
     "not_quarantined": NotQuarantinedError,
+    "invalid_webhook": InvalidWebhookError,
+    "webhook_not_found": WebhookNotFoundError,
+    "quota_exceeded": QuotaExceededError,
     "rate_limited": RateLimitedError,
     "unavailable": UnavailableError,
 }
