@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgListener;
 
-use super::{millis, PgStore, StoreResult};
+use super::{millis, PgStore, Store, StoreResult};
 use crate::domain::{KeyHash, ScopedKey};
 
 /// The channel every node listens on.
@@ -148,3 +148,40 @@ const REGISTER_WAITER: &str = "with registered as ( \
 const PRUNE_WAITERS: &str = "delete from key_waiter where ctid = any (array( \
        select ctid from key_waiter where until < now() - interval '1 minute' \
         order by until limit 1000))";
+
+/// The key-waiter registrations on whichever backend is configured.
+impl Store {
+    /// Registers this node (`node`) as waiting on `k` for at least
+    /// `for_at_least`, so a change of the key is announced to it (see
+    /// `events`). A no-op on SQLite, whose one process wakes its own waiters.
+    pub async fn register_waiter(
+        &self,
+        k: &ScopedKey,
+        node: &str,
+        for_at_least: Duration,
+    ) -> StoreResult<()> {
+        match self {
+            Store::Postgres(s) => {
+                let registered = s.register_waiter(k, node, for_at_least);
+                s.breaker().guard(registered).await
+            }
+            Store::Sqlite(_) => Ok(()),
+        }
+    }
+
+    /// Whether a node waits on `k`; false on SQLite.
+    pub async fn waited(&self, k: &ScopedKey) -> StoreResult<bool> {
+        match self {
+            Store::Postgres(s) => s.breaker().guard(s.waited(k)).await,
+            Store::Sqlite(_) => Ok(false),
+        }
+    }
+
+    /// Forgets registrations of waits long over (the lease watch's chore).
+    pub async fn prune_waiters(&self) -> StoreResult<u64> {
+        match self {
+            Store::Postgres(s) => s.prune_waiters().await,
+            Store::Sqlite(_) => Ok(0),
+        }
+    }
+}

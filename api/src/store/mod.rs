@@ -274,40 +274,6 @@ impl Store {
         dispatch!(self, s => Sql::on(s.pool()).release(k, owner).await)
     }
 
-    /// Registers this node (`node`) as waiting on `k` for at least
-    /// `for_at_least`, so a change of the key is announced to it (see
-    /// `events`). A no-op on SQLite, whose one process wakes its own waiters.
-    pub async fn register_waiter(
-        &self,
-        k: &ScopedKey,
-        node: &str,
-        for_at_least: Duration,
-    ) -> StoreResult<()> {
-        match self {
-            Store::Postgres(s) => {
-                let registered = s.register_waiter(k, node, for_at_least);
-                s.breaker().guard(registered).await
-            }
-            Store::Sqlite(_) => Ok(()),
-        }
-    }
-
-    /// Whether a node waits on `k`; false on SQLite.
-    pub async fn waited(&self, k: &ScopedKey) -> StoreResult<bool> {
-        match self {
-            Store::Postgres(s) => s.breaker().guard(s.waited(k)).await,
-            Store::Sqlite(_) => Ok(false),
-        }
-    }
-
-    /// Forgets registrations of waits long over (the lease watch's chore).
-    pub async fn prune_waiters(&self) -> StoreResult<u64> {
-        match self {
-            Store::Postgres(s) => s.prune_waiters().await,
-            Store::Sqlite(_) => Ok(0),
-        }
-    }
-
     /// Tells the other nodes that the record of `h` is about to change (so
     /// they drop what they cache of it). A no-op on SQLite, which has no
     /// other nodes.
