@@ -56,6 +56,13 @@ pub fn postgres() -> Vec<Statement> {
     add("claims.complete", complete);
     add("claims.heartbeat", heartbeat);
     add("claims.release", release);
+    // The batched forms of the claim and the completion (Postgres only:
+    // SQLite batches the single statements in one transaction).
+    add("claims.insert_claims", claims::postgres_sql::INSERT_CLAIMS);
+    add(
+        "claims.complete_batch",
+        claims::postgres_sql::COMPLETE_BATCH,
+    );
 
     let recovery::Statements {
         record_step,

@@ -37,6 +37,7 @@ macro_rules! each_backend {
     };
 }
 
+mod batch;
 mod breaker;
 pub mod catalogue;
 mod claims;
@@ -60,6 +61,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use batch::Sizes as BatchSizes;
 pub use claims::postgres_sql;
 pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
@@ -153,7 +155,7 @@ impl Store {
         k: &ScopedKey,
         c: &NewClaim,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => Sql::on(s.pool()).insert_claim(k, c).await)
+        dispatch!(self, s => s.insert_claim(k, c).await)
     }
 
     pub async fn find(&self, k: &ScopedKey) -> StoreResult<Option<KeyRecord>> {
@@ -202,7 +204,7 @@ impl Store {
         k: &ScopedKey,
         c: &Completion<'_>,
     ) -> StoreResult<Option<KeyRecord>> {
-        dispatch!(self, s => Sql::on(s.pool()).complete(k, c).await)
+        dispatch!(self, s => s.complete(k, c).await)
     }
 
     /// Extends the lease of the current attempt to `lease` (or the length
@@ -272,6 +274,12 @@ impl Store {
     /// Deletes an in-progress record owned by `owner`. True if it did.
     pub async fn release(&self, k: &ScopedKey, owner: OwnerTokenHash) -> StoreResult<bool> {
         dispatch!(self, s => Sql::on(s.pool()).release(k, owner).await)
+    }
+
+    /// How many batches of claims and of completions this store ran, and
+    /// the rows they carried (see `batch`).
+    pub fn batch_sizes(&self) -> (batch::Sizes, batch::Sizes) {
+        each_backend!(self, s => (s.batchers().claims.sizes(), s.batchers().completes.sizes()))
     }
 
     /// Tells the other nodes that the record of `h` is about to change (so

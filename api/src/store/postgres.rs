@@ -12,6 +12,9 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Connection;
 
 use super::breaker::Breaker;
+use super::claims::batch::{self, Batchers, ClaimCall, CompleteCall};
+use super::{Completion, KeyRecord, NewClaim, StoreResult};
+use crate::domain::ScopedKey;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
@@ -30,6 +33,7 @@ pub struct PgStore {
     pool: PgPool,
     url: String,
     breaker: Arc<Breaker>,
+    batchers: Arc<Batchers>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -59,6 +63,9 @@ impl PgStore {
             pool,
             url: url.to_owned(),
             breaker: Arc::default(),
+            // A quarter of the pool for each kind of batch, so they leave
+            // half of it to every other statement.
+            batchers: Arc::new(Batchers::new((max_connections / 4).max(1) as usize)),
         })
     }
 
@@ -70,6 +77,42 @@ impl PgStore {
     /// store's, which does).
     pub fn reader(&self) -> &PgPool {
         &self.pool
+    }
+
+    pub(super) fn batchers(&self) -> &Batchers {
+        &self.batchers
+    }
+
+    /// A new claim, in a batch with the claims running beside it.
+    pub(super) async fn insert_claim(
+        &self,
+        k: &ScopedKey,
+        c: &NewClaim,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let pool = self.pool.clone();
+        let call = ClaimCall {
+            key: k.clone(),
+            claim: c.clone(),
+        };
+        self.batchers
+            .claims
+            .submit(call, move |calls| batch::pg_claims(pool.clone(), calls))
+            .await
+    }
+
+    /// A completion, in a batch with the completions running beside it.
+    pub(super) async fn complete(
+        &self,
+        k: &ScopedKey,
+        c: &Completion<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let pool = self.pool.clone();
+        self.batchers
+            .completes
+            .submit(CompleteCall::new(k, c), move |calls| {
+                batch::pg_completes(pool.clone(), calls)
+            })
+            .await
     }
 
     /// Fails calls fast while the database is away (shared by every clone).

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::domain::{Fingerprint, OwnerTokenHash, RecordState, ScopedKey};
 
+pub(super) mod batch;
 mod postgres;
 mod sqlite;
 
@@ -136,11 +137,7 @@ generic_sql!(impl {
 
     #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
     pub async fn complete(&self, k: &ScopedKey, c: &Completion<'_>) -> StoreResult<Option<KeyRecord>> {
-        let q = bind_key(sqlx::query(D::CLAIMS.complete), k)
-            .bind(c.owner.0.to_vec())
-            .bind(c.outcome_json.to_owned())
-            .bind(c.outcome_hash.to_vec());
-        self.record(q).await
+        self.record(completion(sqlx::query(D::CLAIMS.complete), k, c)).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(tenant = %k.tenant, operation = %k.operation))]
@@ -185,7 +182,21 @@ where
         .bind(k.key.as_str().to_owned())
 }
 
-fn new_claim<'q, D>(q: Query<'q, D>, k: &ScopedKey, c: &NewClaim) -> Query<'q, D>
+/// The parameters of a completion: the key, the owner hash, the outcome
+/// and its hash.
+pub(super) fn completion<'q, D>(q: Query<'q, D>, k: &ScopedKey, c: &Completion<'_>) -> Query<'q, D>
+where
+    D: Database,
+    String: for<'e> Encode<'e, D> + Type<D>,
+    Vec<u8>: for<'e> Encode<'e, D> + Type<D>,
+{
+    bind_key(q, k)
+        .bind(c.owner.0.to_vec())
+        .bind(c.outcome_json.to_owned())
+        .bind(c.outcome_hash.to_vec())
+}
+
+pub(super) fn new_claim<'q, D>(q: Query<'q, D>, k: &ScopedKey, c: &NewClaim) -> Query<'q, D>
 where
     D: Database,
     String: for<'e> Encode<'e, D> + Type<D>,

@@ -18,7 +18,7 @@ pub(in crate::store) const POSTGRES: Statements = Statements {
 /// (`bench/`) replays exactly this SQL with pgbench to measure the database's
 /// own limit: the script is generated from these constants and cannot drift.
 pub mod sql {
-    pub use super::{COMPLETE, FIND, INSERT_CLAIM};
+    pub use super::{COMPLETE, COMPLETE_BATCH, FIND, INSERT_CLAIM, INSERT_CLAIMS};
 }
 
 /// A new claim: `$1..$3` the scoped key, `$4` fingerprint, `$5` owner hash,
@@ -36,6 +36,43 @@ pub const INSERT_CLAIM: &str = concat!(
     "))::text) on conflict do nothing returning",
     pg_record!()
 );
+
+/// Many new claims in one statement (see `store::batch`): the arrays `$1`
+/// tenants, `$2` operations, `$3` keys, `$4` fingerprints, `$5` owner
+/// hashes, `$6` leases, `$7` windows, `$8` tiering delays (ms), `$9` rules
+/// digests and `$10` field digests (elements may be null), element by
+/// element as `INSERT_CLAIM` takes them. Inserted in scoped-key order, so
+/// two batches wait on each other's keys in one order and never deadlock.
+/// A row comes back for each claim that won its key, named by its owner
+/// hash (random per claim); a key taken, or claimed twice in the batch
+/// (the second loses, as it would a moment later), returns nothing.
+pub const INSERT_CLAIMS: &str = concat!(
+    "insert into idempotency_key (tenant, operation, key, fingerprint, state, attempt, \
+       owner_token_hash, claimed_at, lease_expires_at, lease_ms, expires_at, window_ms, tier_at, \
+       created_at, updated_at, rules_digest, field_digests, history) \
+     select b.tenant, b.operation, b.key, b.fingerprint, 'in_progress', 1, b.owner, now(), \
+       now() + b.lease * interval '1 millisecond', b.lease, \
+       now() + b.window_ms * interval '1 millisecond', b.window_ms, \
+       now() + b.tier * interval '1 millisecond', now(), now(), b.rules, b.digests, \
+       jsonb_build_array(jsonb_build_object('event', 'claimed', 'attempt', 1, 'at', ",
+    pg_now_text!(),
+    "))::text \
+     from unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::bigint[], \
+       $7::bigint[], $8::bigint[], $9::bytea[], $10::text[]) \
+       as b(tenant, operation, key, fingerprint, owner, lease, window_ms, tier, rules, digests) \
+     order by b.tenant, b.operation, b.key \
+     on conflict do nothing returning",
+    pg_record!()
+);
+
+/// Many completions in one call: `$1`..`$6` arrays of what `COMPLETE` takes
+/// as `$1`..`$6`, sorted by scoped key. Each element runs `COMPLETE`'s
+/// guarded update in turn (the function `idemkey_complete_batch`, in the
+/// migrations); a row comes back for each that matched, `i` its position
+/// from 1, with `waited` as `COMPLETE` returns it.
+pub const COMPLETE_BATCH: &str =
+    "select * from idemkey_complete_batch($1::text[], $2::text[], $3::text[], $4::bytea[], \
+       $5::text[], $6::bytea[])";
 
 /// The record of the scoped key `$1..$3` (the replay read).
 pub const FIND: &str = concat!(

@@ -17,12 +17,17 @@
 //! machine's.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+
+use super::claims::batch::{self, Batchers, ClaimCall, CompleteCall};
+use super::{Completion, KeyRecord, NewClaim, StoreResult};
+use crate::domain::ScopedKey;
 
 mod files;
 
@@ -34,6 +39,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
     /// Connections for reads only.
     readers: SqlitePool,
+    batchers: Arc<Batchers>,
 }
 
 /// Reading connections (WAL readers run beside the writer).
@@ -70,13 +76,56 @@ impl SqliteStore {
                 .acquire_timeout(Duration::from_secs(10))
                 .connect_lazy_with(options)
         };
-        Ok(Self { pool, readers })
+        // One batch of each kind at a time: there is one writer, and the
+        // next batch forms while it writes.
+        let batchers = Arc::new(Batchers::new(1));
+        Ok(Self {
+            pool,
+            readers,
+            batchers,
+        })
     }
 
     /// The writing connection: every statement that may write, and any
     /// read that must see the caller's own writes in one transaction.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    pub(in crate::store) fn batchers(&self) -> &Batchers {
+        &self.batchers
+    }
+
+    /// A new claim, in one transaction with the claims queued beside it.
+    pub(in crate::store) async fn insert_claim(
+        &self,
+        k: &ScopedKey,
+        c: &NewClaim,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let pool = self.pool.clone();
+        let call = ClaimCall {
+            key: k.clone(),
+            claim: c.clone(),
+        };
+        self.batchers
+            .claims
+            .submit(call, move |calls| batch::sqlite_claims(pool.clone(), calls))
+            .await
+    }
+
+    /// A completion, in one transaction with the completions queued beside it.
+    pub(in crate::store) async fn complete(
+        &self,
+        k: &ScopedKey,
+        c: &Completion<'_>,
+    ) -> StoreResult<Option<KeyRecord>> {
+        let pool = self.pool.clone();
+        self.batchers
+            .completes
+            .submit(CompleteCall::new(k, c), move |calls| {
+                batch::sqlite_completes(pool.clone(), calls)
+            })
+            .await
     }
 
     /// Reading connections, for reads on their own.
