@@ -192,7 +192,7 @@ async fn open_archive(config: &Config) -> anyhow::Result<Archive> {
 /// Connects to the configured database and brings its schema up to date.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let url = config.database_url.expose_secret();
-    let store = Store::connect_pooled(url, config.database_pool).await?;
+    let store = Store::connect_tuned(url, config.database_pool, config.batch_max).await?;
     store
         .migrate()
         .await

@@ -62,6 +62,8 @@ pub struct Args {
     pub tenant_rate_limit: RateLimit,
     #[arg(long, env = "IDEMKEY_DATABASE_POOL", default_value_t = crate::store::DEFAULT_POOL, value_parser = pool)]
     pub database_pool: u32,
+    #[arg(long, env = "IDEMKEY_BATCH_MAX", default_value_t = crate::store::MAX_BATCH, value_parser = batch_max)]
+    pub batch_max: usize,
     #[arg(long, env = "IDEMKEY_QUOTA_MAX_KEYS", default_value = "unlimited", value_parser = quota)]
     pub quota_max_keys: QuotaLimit,
     #[arg(long, env = "IDEMKEY_QUOTA_MAX_OUTCOME_BYTES", default_value = "unlimited", value_parser = quota)]
@@ -192,6 +194,13 @@ fn quota(s: &str) -> Result<QuotaLimit, String> {
         .ok_or_else(|| {
             format!("expected a whole number (bytes may end in KiB, MiB or GiB) or unlimited, got {s:?}")
         })
+}
+
+fn batch_max(s: &str) -> Result<usize, String> {
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=1000).contains(n))
+        .ok_or_else(|| format!("expected 1-1000 calls per batch, got {s:?}"))
 }
 
 fn pool(s: &str) -> Result<u32, String> {

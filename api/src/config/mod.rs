@@ -74,6 +74,9 @@ pub struct Config {
     pub tenant_rate_limit: Option<std::num::NonZeroU32>,
     /// `IDEMKEY_DATABASE_POOL`: Postgres connections per node.
     pub database_pool: u32,
+    /// `IDEMKEY_BATCH_MAX`: claims (or completions) in one batch at most;
+    /// 1 runs every call alone.
+    pub batch_max: usize,
     /// `IDEMKEY_QUOTA_MAX_KEYS`, `IDEMKEY_QUOTA_MAX_OUTCOME_BYTES`: every
     /// tenant's quota unless `idemkey quota` set its own; none by default.
     pub quota_defaults: crate::domain::quota::Limits,
@@ -176,6 +179,7 @@ impl Config {
             failpoint: args.test_failpoint,
             tenant_rate_limit: args.tenant_rate_limit.0,
             database_pool: args.database_pool,
+            batch_max: args.batch_max,
             quota_defaults: crate::domain::quota::Limits {
                 max_keys: args.quota_max_keys.0,
                 max_outcome_bytes: args.quota_max_outcome_bytes.0,

@@ -66,6 +66,7 @@ fn each_variable_is_read() {
         ("IDEMKEY_WEBHOOK_BACKOFF", "5s"),
         ("IDEMKEY_TENANT_RATE_LIMIT", "50"),
         ("IDEMKEY_DATABASE_POOL", "7"),
+        ("IDEMKEY_BATCH_MAX", "1"),
         ("IDEMKEY_JWT_ISSUER", "issuer"),
         ("IDEMKEY_JWT_AUDIENCE", "audience"),
         ("IDEMKEY_TEST_FAILPOINT", "after_upload"),
@@ -84,6 +85,7 @@ fn each_variable_is_read() {
     );
     assert_eq!(c.tenant_rate_limit.map(|n| n.get()), Some(50));
     assert_eq!(c.database_pool, 7);
+    assert_eq!(c.batch_max, 1);
     assert_eq!(
         (c.jwt_issuer.as_str(), c.jwt_audience.as_str()),
         ("issuer", "audience")

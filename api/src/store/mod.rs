@@ -62,6 +62,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 pub use batch::Sizes as BatchSizes;
+pub use claims::batch::MAX_BATCH;
 pub use claims::postgres_sql;
 pub use classes::StoredClass;
 pub use events::{Heard, CHANNEL as KEY_EVENTS_CHANNEL};
@@ -118,13 +119,23 @@ impl Store {
     /// Opens the backend named by the URL's scheme; a Postgres pool keeps at
     /// most `max_connections` connections.
     pub async fn connect_pooled(url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        Self::connect_tuned(url, max_connections, MAX_BATCH).await
+    }
+
+    /// As [`Store::connect_pooled`], with at most `batch_max` claims (or
+    /// completions) in one batch (see `batch`; 1: each call alone).
+    pub async fn connect_tuned(
+        url: &str,
+        max_connections: u32,
+        batch_max: usize,
+    ) -> anyhow::Result<Self> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Self::Postgres(
-                PgStore::connect(url, max_connections).await?,
+                PgStore::connect(url, max_connections, batch_max).await?,
             ));
         }
         if url.starts_with("sqlite:") {
-            return Ok(Self::Sqlite(SqliteStore::connect(url).await?));
+            return Ok(Self::Sqlite(SqliteStore::connect(url, batch_max).await?));
         }
         anyhow::bail!(
             "IDEMKEY_DATABASE_URL: unsupported scheme in {:?} (expected postgres:// or sqlite://)",

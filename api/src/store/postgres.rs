@@ -44,7 +44,11 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<Self> {
+    pub async fn connect(
+        url: &str,
+        max_connections: u32,
+        batch_max: usize,
+    ) -> anyhow::Result<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(5))
@@ -65,7 +69,10 @@ impl PgStore {
             breaker: Arc::default(),
             // A quarter of the pool for each kind of batch, so they leave
             // half of it to every other statement.
-            batchers: Arc::new(Batchers::new((max_connections / 4).max(1) as usize)),
+            batchers: Arc::new(Batchers::new(
+                (max_connections / 4).max(1) as usize,
+                batch_max,
+            )),
         })
     }
 

@@ -24,7 +24,7 @@ use crate::domain::{OwnerTokenHash, ScopedKey};
 use crate::store::batch::Batcher;
 use crate::store::{millis, Completion, KeyRecord, NewClaim, StoreError, StoreResult};
 
-/// Rows in one batch at most.
+/// Calls in one batch at most, unless `IDEMKEY_BATCH_MAX` says.
 pub const MAX_BATCH: usize = 64;
 
 /// A claim waiting for its batch.
@@ -73,10 +73,10 @@ impl Batchers {
     /// `in_flight` batches of each kind at once, each of one tenant's
     /// calls (so every statement stays within one tenant, as a database
     /// distributed by tenant needs).
-    pub fn new(in_flight: usize) -> Self {
+    pub fn new(in_flight: usize, max: usize) -> Self {
         Self {
-            claims: Batcher::new(in_flight, MAX_BATCH, |a, b| a.key.tenant == b.key.tenant),
-            completes: Batcher::new(in_flight, MAX_BATCH, |a, b| a.key.tenant == b.key.tenant),
+            claims: Batcher::new(in_flight, max, |a, b| a.key.tenant == b.key.tenant),
+            completes: Batcher::new(in_flight, max, |a, b| a.key.tenant == b.key.tenant),
         }
     }
 }

@@ -52,7 +52,7 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
-    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+    pub async fn connect(url: &str, batch_max: usize) -> anyhow::Result<Self> {
         let options = SqliteConnectOptions::from_str(url)
             .context("IDEMKEY_DATABASE_URL is not a valid sqlite:// URL")?
             .create_if_missing(true)
@@ -78,7 +78,7 @@ impl SqliteStore {
         };
         // One batch of each kind at a time: there is one writer, and the
         // next batch forms while it writes.
-        let batchers = Arc::new(Batchers::new(1));
+        let batchers = Arc::new(Batchers::new(1, batch_max));
         Ok(Self {
             pool,
             readers,
