@@ -287,10 +287,11 @@ impl Store {
         dispatch!(self, s => Sql::on(s.pool()).release(k, owner).await)
     }
 
-    /// How many batches of claims and of completions this store ran, and
-    /// the rows they carried (see `batch`).
-    pub fn batch_sizes(&self) -> (batch::Sizes, batch::Sizes) {
-        each_backend!(self, s => (s.batchers().claims.sizes(), s.batchers().completes.sizes()))
+    /// How many batches of each kind this store ran, and the calls they
+    /// carried (see `batch`): on Postgres claims and completions apart, on
+    /// SQLite together.
+    pub fn batch_sizes(&self) -> Vec<(&'static str, batch::Sizes)> {
+        each_backend!(self, s => s.batch_sizes())
     }
 
     /// Tells the other nodes that the record of `h` is about to change (so

@@ -11,6 +11,7 @@ use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Connection;
 
+use super::batch::Sizes;
 use super::breaker::Breaker;
 use super::claims::batch::{self, Batchers, ClaimCall, CompleteCall};
 use super::{Completion, KeyRecord, NewClaim, StoreResult};
@@ -86,8 +87,12 @@ impl PgStore {
         &self.pool
     }
 
-    pub(super) fn batchers(&self) -> &Batchers {
-        &self.batchers
+    /// Batches run so far, by kind.
+    pub(super) fn batch_sizes(&self) -> Vec<(&'static str, Sizes)> {
+        vec![
+            ("claims", self.batchers.claims.sizes()),
+            ("completions", self.batchers.completes.sizes()),
+        ]
     }
 
     /// A new claim, in a batch with the claims running beside it.

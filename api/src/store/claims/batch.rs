@@ -62,7 +62,7 @@ impl CompleteCall {
 
 type Answers = Vec<StoreResult<Option<KeyRecord>>>;
 
-/// A backend's two batchers, shared by every clone of its store.
+/// Postgres's two batchers, shared by every clone of its store.
 #[derive(Debug)]
 pub struct Batchers {
     pub claims: Batcher<ClaimCall, Option<KeyRecord>>,
@@ -238,16 +238,26 @@ async fn pg_completes_together(pool: &PgPool, calls: &[CompleteCall]) -> StoreRe
 
 // SQLite.
 
-pub async fn sqlite_claims(pool: SqlitePool, calls: Vec<ClaimCall>) -> Answers {
-    sqlite_together(pool, calls, |c| {
-        new_claim(sqlx::query(SQLITE.insert_claim), &c.key, &c.claim)
-    })
-    .await
+/// A write waiting for the SQLite writer: claims and completions share
+/// its batches, since they share its one connection and every commit
+/// costs a sync of the log whatever it carries.
+pub enum Write {
+    Claim(ClaimCall),
+    Complete(CompleteCall),
 }
 
-pub async fn sqlite_completes(pool: SqlitePool, calls: Vec<CompleteCall>) -> Answers {
-    sqlite_together(pool, calls, |c| {
-        completion(sqlx::query(SQLITE.complete), &c.key, &c.completion())
+/// SQLite's one batcher (one batch at a time: there is one writer, and
+/// the next batch forms while it writes).
+pub fn sqlite_batcher(max: usize) -> Batcher<Write, Option<KeyRecord>> {
+    // One file serves one node and is never distributed: calls of any
+    // tenants go together.
+    Batcher::new(1, max, |_, _| true)
+}
+
+pub async fn sqlite_writes(pool: SqlitePool, calls: Vec<Write>) -> Answers {
+    sqlite_together(pool, calls, |w| match w {
+        Write::Claim(c) => new_claim(sqlx::query(SQLITE.insert_claim), &c.key, &c.claim),
+        Write::Complete(c) => completion(sqlx::query(SQLITE.complete), &c.key, &c.completion()),
     })
     .await
 }

@@ -25,7 +25,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::claims::batch::{self, Batchers, ClaimCall, CompleteCall};
+use super::batch::{Batcher, Sizes};
+use super::claims::batch::{self, ClaimCall, CompleteCall, Write};
 use super::{Completion, KeyRecord, NewClaim, StoreResult};
 use crate::domain::ScopedKey;
 
@@ -39,7 +40,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
     /// Connections for reads only.
     readers: SqlitePool,
-    batchers: Arc<Batchers>,
+    writes: Arc<Batcher<Write, Option<KeyRecord>>>,
 }
 
 /// Reading connections (WAL readers run beside the writer).
@@ -76,13 +77,11 @@ impl SqliteStore {
                 .acquire_timeout(Duration::from_secs(10))
                 .connect_lazy_with(options)
         };
-        // One batch of each kind at a time: there is one writer, and the
-        // next batch forms while it writes.
-        let batchers = Arc::new(Batchers::new(1, batch_max));
+        let writes = Arc::new(batch::sqlite_batcher(batch_max));
         Ok(Self {
             pool,
             readers,
-            batchers,
+            writes,
         })
     }
 
@@ -92,39 +91,37 @@ impl SqliteStore {
         &self.pool
     }
 
-    pub(in crate::store) fn batchers(&self) -> &Batchers {
-        &self.batchers
+    /// Batches of writes run so far, by kind.
+    pub(in crate::store) fn batch_sizes(&self) -> Vec<(&'static str, Sizes)> {
+        vec![("claims and completions", self.writes.sizes())]
     }
 
-    /// A new claim, in one transaction with the claims queued beside it.
+    /// A new claim, in one transaction with the writes queued beside it.
     pub(in crate::store) async fn insert_claim(
         &self,
         k: &ScopedKey,
         c: &NewClaim,
     ) -> StoreResult<Option<KeyRecord>> {
-        let pool = self.pool.clone();
-        let call = ClaimCall {
+        let call = Write::Claim(ClaimCall {
             key: k.clone(),
             claim: c.clone(),
-        };
-        self.batchers
-            .claims
-            .submit(call, move |calls| batch::sqlite_claims(pool.clone(), calls))
-            .await
+        });
+        self.write(call).await
     }
 
-    /// A completion, in one transaction with the completions queued beside it.
+    /// A completion, in one transaction with the writes queued beside it.
     pub(in crate::store) async fn complete(
         &self,
         k: &ScopedKey,
         c: &Completion<'_>,
     ) -> StoreResult<Option<KeyRecord>> {
+        self.write(Write::Complete(CompleteCall::new(k, c))).await
+    }
+
+    async fn write(&self, call: Write) -> StoreResult<Option<KeyRecord>> {
         let pool = self.pool.clone();
-        self.batchers
-            .completes
-            .submit(CompleteCall::new(k, c), move |calls| {
-                batch::sqlite_completes(pool.clone(), calls)
-            })
+        self.writes
+            .submit(call, move |calls| batch::sqlite_writes(pool.clone(), calls))
             .await
     }
 
