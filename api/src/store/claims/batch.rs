@@ -246,12 +246,14 @@ pub enum Write {
     Complete(CompleteCall),
 }
 
-/// SQLite's one batcher (one batch at a time: there is one writer, and
-/// the next batch forms while it writes).
+/// SQLite's one batcher. Two batches at a time: one writing, the next
+/// already waiting for the writing connection, so the writer never waits
+/// for a batch to be formed; the calls that arrive meanwhile form the one
+/// after.
 pub fn sqlite_batcher(max: usize) -> Batcher<Write, Option<KeyRecord>> {
     // One file serves one node and is never distributed: calls of any
     // tenants go together.
-    Batcher::new(1, max, |_, _| true)
+    Batcher::new(2, max, |_, _| true)
 }
 
 pub async fn sqlite_writes(pool: SqlitePool, calls: Vec<Write>) -> Answers {
