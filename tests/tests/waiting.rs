@@ -97,10 +97,43 @@ async fn many_waiting_duplicates_share_one_look_when_they_are_woken(app: TestApp
     assert!(spent <= 1.0 + 2.0 * 4.0, "{spent} statements");
 }
 
+/// A storm of duplicates that start waiting at once: on Postgres each
+/// must be registered as a waiter before it waits, and they share one
+/// registration and, after it, a handful of looks, rather than each making
+/// its own registration and then needing a look newer than it.
+async fn a_storm_of_duplicates_starts_waiting_on_a_handful_of_statements(app: TestApp) {
+    // Arrange
+    let token = app.claim(OP, "k1", json!({"a": 1})).await.owner_token();
+    let before = app.metrics().await.statements();
+
+    // Act: sixty duplicates at once.
+    let waiters: Vec<_> = (0..60)
+        .map(|_| tokio::spawn(waiting_claim(&app, "k1")))
+        .collect();
+    until_waiting(|| app.metrics(), 60.0).await;
+    let spent = app.metrics().await.statements() - before;
+
+    // Assert: a look shared by the first ones (insert, read), one
+    // registration, and a look after it — a few of each as arrivals
+    // straddle them — never one per duplicate.
+    println!("statements for 60 duplicates to start waiting: {spent}");
+    assert!(
+        spent <= 16.0,
+        "{spent} statements for 60 waiting duplicates"
+    );
+    app.complete(OP, "k1", &token, outcome())
+        .await
+        .assert(200, "completed");
+    for waiter in waiters {
+        waiter.await.unwrap().assert(200, "completed");
+    }
+}
+
 idemkey_tests::on_every_backend!(
     a_waiting_duplicate_is_answered_with_the_outcome_once_the_owner_completes,
     a_waiting_duplicate_becomes_the_owner_when_the_owner_releases,
     many_waiting_duplicates_share_one_look_when_they_are_woken,
+    a_storm_of_duplicates_starts_waiting_on_a_handful_of_statements,
 );
 
 async fn post(url: String, bearer: &str, body: Value) -> Answer {

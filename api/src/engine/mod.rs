@@ -78,6 +78,9 @@ pub struct Engine {
     started: tokio::time::Instant,
     /// This node's registrations as a waiter (Postgres; `waiters`).
     waiters: Arc<waiters::Waiters>,
+    /// Registrations being made, shared by the claims that start waiting
+    /// on one key at once (`None`: it failed, and was logged).
+    registering: Arc<Flights<Option<tokio::time::Instant>>>,
     /// Which tenants are refused new keys (`quota`).
     quotas: Arc<Quotas>,
 }
@@ -104,6 +107,7 @@ impl Engine {
             recent: Arc::default(),
             started: tokio::time::Instant::now(),
             waiters: Arc::default(),
+            registering: Arc::default(),
             quotas: Arc::default(),
         }
     }
@@ -156,6 +160,35 @@ impl Engine {
         if let Some(made) = self.waiters.covering(h, until) {
             return Ok(made);
         }
+        // Claims that start waiting on the key at once (a storm of
+        // duplicates) share one registration, and so one moment after
+        // which their next look must start: they can then share that look
+        // too, instead of each needing one newer than its own statement.
+        let (engine, key) = (self.clone(), k.clone());
+        let (shared, _, _) = self
+            .registering
+            .run_timed(k, None, move || async move {
+                engine
+                    .register_now(&key, until)
+                    .await
+                    .map_err(|e| tracing::warn!(error = ?e, "could not register as a waiter"))
+                    .ok()
+            })
+            .await;
+        if let Some(made) = shared.flatten().and(self.waiters.covering(h, until)) {
+            return Ok(made);
+        }
+        // The shared registration failed or ends before this wait would.
+        self.register_now(k, until).await
+    }
+
+    /// Registers this node as waiting on `k` until at least `until`, now.
+    async fn register_now(
+        &self,
+        k: &ScopedKey,
+        until: tokio::time::Instant,
+    ) -> Result<tokio::time::Instant, crate::store::StoreError> {
+        let h = k.hash();
         let asked = tokio::time::Instant::now();
         let length = waiters::Waiters::length(asked, until);
         self.counted("register_waiter")
