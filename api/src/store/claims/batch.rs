@@ -15,6 +15,8 @@
 //! batch committed is unknown: every call in it is answered `Unavailable`,
 //! as a single statement would be.
 
+use std::future::Future;
+
 use sqlx::sqlite::SqliteRow;
 use sqlx::{PgPool, Postgres, Row, Sqlite, SqlitePool};
 
@@ -98,17 +100,26 @@ fn refused(e: &StoreError) -> bool {
 
 // Postgres.
 
-pub async fn pg_claims(pool: PgPool, calls: Vec<ClaimCall>) -> Answers {
-    if let [one] = calls.as_slice() {
-        return vec![Sql::on(&pool).insert_claim(&one.key, &one.claim).await];
+/// Runs a batch of one alone, as its single statement; a larger batch
+/// together, and again call by call if the database refused it.
+async fn together_or_alone<'c, C, F>(
+    calls: &'c [C],
+    together: impl Future<Output = StoreResult<Answers>>,
+    alone: impl Fn(&'c C) -> F,
+) -> Answers
+where
+    F: Future<Output = StoreResult<Option<KeyRecord>>>,
+{
+    if let [one] = calls {
+        return vec![alone(one).await];
     }
-    match pg_claims_together(&pool, &calls).await {
+    match together.await {
         Ok(answers) => answers,
         Err(e) if refused(&e) => {
-            tracing::warn!(error = ?e, rows = calls.len(), "a batch of claims was refused; running each alone");
+            tracing::warn!(error = ?e, rows = calls.len(), "a batch was refused; running each call alone");
             let mut answers = Vec::with_capacity(calls.len());
-            for c in &calls {
-                answers.push(Sql::on(&pool).insert_claim(&c.key, &c.claim).await);
+            for c in calls {
+                answers.push(alone(c).await);
             }
             answers
         }
@@ -116,54 +127,36 @@ pub async fn pg_claims(pool: PgPool, calls: Vec<ClaimCall>) -> Answers {
     }
 }
 
+/// One array parameter: `f` of every call, in `order`.
+fn column<C, T>(calls: &[C], order: &[usize], f: impl Fn(&C) -> T) -> Vec<T> {
+    order.iter().map(|&i| f(&calls[i])).collect()
+}
+
+pub async fn pg_claims(pool: PgPool, calls: Vec<ClaimCall>) -> Answers {
+    let pool = &pool;
+    together_or_alone(&calls, pg_claims_together(pool, &calls), |c| async move {
+        Sql::on(pool).insert_claim(&c.key, &c.claim).await
+    })
+    .await
+}
+
 async fn pg_claims_together(pool: &PgPool, calls: &[ClaimCall]) -> StoreResult<Answers> {
-    let column = |f: fn(&ClaimCall) -> String| calls.iter().map(f).collect::<Vec<_>>();
+    let all: Vec<usize> = (0..calls.len()).collect();
     let rows = sqlx::query(INSERT_CLAIMS)
-        .bind(column(|c| c.key.tenant.as_str().to_owned()))
-        .bind(column(|c| c.key.operation.as_str().to_owned()))
-        .bind(column(|c| c.key.key.as_str().to_owned()))
-        .bind(
-            calls
-                .iter()
-                .map(|c| c.claim.fingerprint.as_bytes().to_vec())
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            calls
-                .iter()
-                .map(|c| c.claim.owner.0.to_vec())
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            calls
-                .iter()
-                .map(|c| millis(c.claim.lease))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            calls
-                .iter()
-                .map(|c| millis(c.claim.replay_window))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            calls
-                .iter()
-                .map(|c| millis(c.claim.tier_after))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            calls
-                .iter()
-                .map(|c| c.claim.rules_digest.map(|d| d.to_vec()))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            calls
-                .iter()
-                .map(|c| c.claim.field_digests.clone())
-                .collect::<Vec<_>>(),
-        )
+        .bind(column(calls, &all, |c| c.key.tenant.as_str().to_owned()))
+        .bind(column(calls, &all, |c| c.key.operation.as_str().to_owned()))
+        .bind(column(calls, &all, |c| c.key.key.as_str().to_owned()))
+        .bind(column(calls, &all, |c| {
+            c.claim.fingerprint.as_bytes().to_vec()
+        }))
+        .bind(column(calls, &all, |c| c.claim.owner.0.to_vec()))
+        .bind(column(calls, &all, |c| millis(c.claim.lease)))
+        .bind(column(calls, &all, |c| millis(c.claim.replay_window)))
+        .bind(column(calls, &all, |c| millis(c.claim.tier_after)))
+        .bind(column(calls, &all, |c| {
+            c.claim.rules_digest.map(|d| d.to_vec())
+        }))
+        .bind(column(calls, &all, |c| c.claim.field_digests.clone()))
         .fetch_all(pool)
         .await?;
     let mut won = Vec::with_capacity(rows.len());
@@ -183,45 +176,27 @@ async fn pg_claims_together(pool: &PgPool, calls: &[ClaimCall]) -> StoreResult<A
 }
 
 pub async fn pg_completes(pool: PgPool, calls: Vec<CompleteCall>) -> Answers {
-    if let [one] = calls.as_slice() {
-        return vec![Sql::on(&pool).complete(&one.key, &one.completion()).await];
-    }
-    match pg_completes_together(&pool, &calls).await {
-        Ok(answers) => answers,
-        Err(e) if refused(&e) => {
-            tracing::warn!(error = ?e, rows = calls.len(), "a batch of completions was refused; running each alone");
-            let mut answers = Vec::with_capacity(calls.len());
-            for c in &calls {
-                answers.push(Sql::on(&pool).complete(&c.key, &c.completion()).await);
-            }
-            answers
-        }
-        Err(e) => calls.iter().map(|_| Err(copy_error(&e))).collect(),
-    }
+    let pool = &pool;
+    together_or_alone(
+        &calls,
+        pg_completes_together(pool, &calls),
+        |c| async move { Sql::on(pool).complete(&c.key, &c.completion()).await },
+    )
+    .await
 }
 
 async fn pg_completes_together(pool: &PgPool, calls: &[CompleteCall]) -> StoreResult<Answers> {
     let mut order: Vec<usize> = (0..calls.len()).collect();
     order.sort_by(|&a, &b| scoped_order(&calls[a].key, &calls[b].key));
-    let sorted =
-        |f: fn(&CompleteCall) -> String| order.iter().map(|&i| f(&calls[i])).collect::<Vec<_>>();
     let rows = sqlx::query(COMPLETE_BATCH)
-        .bind(sorted(|c| c.key.tenant.as_str().to_owned()))
-        .bind(sorted(|c| c.key.operation.as_str().to_owned()))
-        .bind(sorted(|c| c.key.key.as_str().to_owned()))
-        .bind(
-            order
-                .iter()
-                .map(|&i| calls[i].owner.0.to_vec())
-                .collect::<Vec<_>>(),
-        )
-        .bind(sorted(|c| c.outcome_json.clone()))
-        .bind(
-            order
-                .iter()
-                .map(|&i| calls[i].outcome_hash.to_vec())
-                .collect::<Vec<_>>(),
-        )
+        .bind(column(calls, &order, |c| c.key.tenant.as_str().to_owned()))
+        .bind(column(calls, &order, |c| {
+            c.key.operation.as_str().to_owned()
+        }))
+        .bind(column(calls, &order, |c| c.key.key.as_str().to_owned()))
+        .bind(column(calls, &order, |c| c.owner.0.to_vec()))
+        .bind(column(calls, &order, |c| c.outcome_json.clone()))
+        .bind(column(calls, &order, |c| c.outcome_hash.to_vec()))
         .fetch_all(pool)
         .await?;
     let mut answers: Answers = calls.iter().map(|_| Ok(None)).collect();
@@ -273,21 +248,13 @@ async fn sqlite_together<C>(
     calls: Vec<C>,
     build: fn(&C) -> SqliteQuery,
 ) -> Answers {
-    if let [one] = calls.as_slice() {
-        return vec![sqlite_one(build(one).fetch_optional(&pool).await)];
-    }
-    match sqlite_transaction(&pool, &calls, build).await {
-        Ok(answers) => answers,
-        Err(e) if refused(&e) => {
-            tracing::warn!(error = ?e, rows = calls.len(), "a batch was refused; running each alone");
-            let mut answers = Vec::with_capacity(calls.len());
-            for c in &calls {
-                answers.push(sqlite_one(build(c).fetch_optional(&pool).await));
-            }
-            answers
-        }
-        Err(e) => calls.iter().map(|_| Err(copy_error(&e))).collect(),
-    }
+    let pool = &pool;
+    together_or_alone(
+        &calls,
+        sqlite_transaction(pool, &calls, build),
+        |c| async move { sqlite_one(build(c).fetch_optional(pool).await) },
+    )
+    .await
 }
 
 async fn sqlite_transaction<C>(
