@@ -162,3 +162,51 @@ fn check(c: &Case, t: &Touches, catalog: &Catalog) -> Vec<String> {
     }
     wrong
 }
+
+/// The batch completion runs `claims.complete`'s update once per element
+/// with a plan made once per connection (the function is set to
+/// `plan_cache_mode = force_generic_plan`; replanning every element cost a
+/// quarter of the database's CPU in the new-keys benchmark). That generic
+/// plan, made without the element's values, must still reach one
+/// partition and find the row by its primary key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_completions_one_plan_reads_one_key_by_its_primary_key() {
+    let mut conn = seeded().await;
+    let config: Vec<String> = sqlx::query_scalar(
+        "select unnest(proconfig) from pg_proc where proname = 'idemkey_complete_batch'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("the function's settings");
+    assert_eq!(config, ["plan_cache_mode=force_generic_plan"]);
+
+    let case = cases()
+        .into_iter()
+        .find(|c| c.name == "claims.complete")
+        .expect("a case of claims.complete");
+    let statements = catalogue::postgres();
+    let sql = &statements
+        .iter()
+        .find(|s| s.name == case.name)
+        .expect("claims.complete in the catalogue")
+        .sql;
+    sqlx::raw_sql("set plan_cache_mode = force_generic_plan")
+        .execute(&mut conn)
+        .await
+        .expect("generic plans");
+    let plan = Catalog::explain(&mut conn, sql, &case.params).await;
+    let touches = Touches::of(&plan);
+    let scanned: Vec<(String, Vec<String>)> = touches
+        .scans
+        .iter()
+        .map(|s| {
+            let indexes = s.indexes.iter().map(|i| family(&i.0)).collect();
+            (s.relation.clone(), indexes)
+        })
+        .collect();
+    println!("generic plan of claims.complete scans {scanned:?}");
+    assert_eq!(scanned.len(), 1, "one partition scanned: {plan}");
+    assert_eq!(scanned[0].1, ["idempotency_key_pN_pkey"], "{plan}");
+    let pruned = plan.to_string().contains("\"Subplans Removed\":15");
+    assert!(pruned, "the other 15 partitions pruned at start: {plan}");
+}
