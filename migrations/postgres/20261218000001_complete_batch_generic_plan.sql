@@ -8,6 +8,16 @@
 -- latter each time. A profile of the new-keys benchmark put a quarter of
 -- the database's CPU in that planning. The generic plan reaches the
 -- element's one partition all the same: its executor prunes the others
--- before reading anything, by the same primary key.
+-- before reading anything, and on a table with statistics it finds the
+-- row by the primary key (the EXPLAIN test checks this plan). On a table
+-- never analysed it may take the tenant's in-progress entries instead
+-- (the lease watch's index): the same rows decided the same way, a few
+-- more entries read, until autovacuum's first analyse replans it.
+--
+-- Still one update per element, not one `update ... from unnest(...)`
+-- for the batch: that join's plan decides the order rows are locked in
+-- (a hash join on a fresh table locks them in table order), so two
+-- batches could deadlock; element by element, rows are locked in the
+-- scoped-key order the node sorted them in.
 alter function idemkey_complete_batch(text[], text[], text[], bytea[], text[], bytea[])
     set plan_cache_mode = force_generic_plan;

@@ -6,9 +6,9 @@
 //! few tenants and keys, duplicates and wrong owners among them, on both
 //! backends; it prints how many batches formed and how large they were,
 //! and fails if none carried more than one call. The second holds the
-//! batched completion (a function in the database) to the single one:
-//! twin records in the same situations, one completed each way, must end
-//! up alike.
+//! batched completion (a function in the database) to the single
+//! statement: twin records in the same situations, one completed each way,
+//! must end up alike. The third puts one key twice in a batch.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -219,11 +219,21 @@ async fn a_batched_completion_leaves_the_record_a_single_one_would() {
     for _ in 0..4 {
         let mut situations = SITUATIONS.to_vec();
         situations.shuffle(&mut rand::rng());
-        // Singly, through the store (a lone call is the single statement).
+        // Singly: the single completion's statement (the store sends even
+        // a lone completion through the batch function).
         let mut single = Vec::new();
         for s in &situations {
             let (k, token) = set_up(&store, *s).await;
-            let told = store.complete(&k, &done.by(&token)).await.unwrap();
+            let told = sqlx::query(postgres_sql::COMPLETE)
+                .bind(k.tenant.as_str())
+                .bind(k.operation.as_str())
+                .bind(k.key.as_str())
+                .bind(token.hash().0.to_vec())
+                .bind(&done.json)
+                .bind(done.hash.to_vec())
+                .fetch_optional(pg.pool())
+                .await
+                .expect("the single completion runs");
             single.push((told, store.find(&k).await.unwrap()));
         }
         // The twins, in one call of the batch function, in random order.
@@ -276,6 +286,57 @@ async fn a_batched_completion_leaves_the_record_a_single_one_would() {
         }
     }
     println!("{compared} completions compared, single against batched, in 6 situations");
+}
+
+/// A key twice in one batch (an owner's retry racing its first call, and a
+/// stale owner before the true one): the row is completed once, by the
+/// first element whose guard matches, and the other learns that nothing
+/// matched, as it would have a moment later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_twice_in_one_batch_is_completed_once() {
+    let store = idemkey_tests::stores::fresh(idemkey_tests::db::Backend::Postgres).await;
+    let Store::Postgres(pg) = &store else {
+        unreachable!()
+    };
+    let (first, second) = (Outcome::numbered(1), Outcome::numbered(2));
+    for stale_first in [false, true] {
+        let k = fresh_key("charges.create");
+        let (c, owner) = claim(1, 5 * S, 10 * S);
+        store.insert_claim(&k, &c).await.unwrap().unwrap();
+        let stale = OwnerToken::generate();
+        let (a, b) = if stale_first {
+            (stale.hash(), owner.hash())
+        } else {
+            (owner.hash(), owner.hash())
+        };
+        let twice = |v: &str| vec![v.to_owned(), v.to_owned()];
+        let rows = sqlx::query(postgres_sql::COMPLETE_BATCH)
+            .bind(twice(k.tenant.as_str()))
+            .bind(twice(k.operation.as_str()))
+            .bind(twice(k.key.as_str()))
+            .bind(vec![a.0.to_vec(), b.0.to_vec()])
+            .bind(vec![first.json.clone(), second.json.clone()])
+            .bind(vec![first.hash.to_vec(), second.hash.to_vec()])
+            .fetch_all(pg.pool())
+            .await
+            .expect("the batch function runs");
+        let matched: Vec<i32> = rows.iter().map(|r| sqlx::Row::get(r, "i")).collect();
+        let after = store.find(&k).await.unwrap().expect("the record");
+        println!("stale first: {stale_first}, elements matched: {matched:?}");
+        assert_eq!(matched.len(), 1, "one element completes the row");
+        assert_eq!(after.state, RecordState::Completed);
+        let history: Vec<serde_json::Value> = serde_json::from_str(&after.history).unwrap();
+        let completions = history.iter().filter(|e| e["event"] == "completed").count();
+        assert_eq!(completions, 1, "one completion in the history: {history:?}");
+        // Elements run in order: the first whose guard matches completes.
+        let (winner, stored) = if stale_first {
+            (2, &second)
+        } else {
+            (1, &first)
+        };
+        assert_eq!(matched, [winner], "the first matching element completes");
+        assert_eq!(after.outcome.as_deref(), Some(stored.json.as_str()));
+    }
 }
 
 /// What a completion decides about a record, without its times and key:
