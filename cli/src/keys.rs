@@ -48,10 +48,10 @@ pub enum KeysCommand {
         #[arg(long, value_name = "FILE")]
         outcome_file: Option<String>,
         /// Why (kept with a release).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         reason: Option<String>,
         /// The key's current owner token, when the token is not an admin's.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         owner_token: Option<String>,
     },
     /// Give a claim back because no effect happened (the owner only).
@@ -59,7 +59,7 @@ pub enum KeysCommand {
         operation: String,
         key: String,
         /// The claim's owner token.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         owner_token: String,
     },
     /// Mark a key's outcome ambiguous until a resolve (the owner only).
@@ -67,10 +67,10 @@ pub enum KeysCommand {
         operation: String,
         key: String,
         /// The claim's owner token.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         owner_token: String,
         /// Why (1–1024 bytes), kept on the record.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         reason: String,
     },
 }
@@ -192,6 +192,54 @@ pub async fn run(conn: &Connection, command: KeysCommand) -> Result<(), Failure>
                 .send_json(Method::GET, &key_path(&operation, &key), None)
                 .await?;
             conn.print(&raw, key_record)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::KeysCommand;
+
+    #[derive(Parser)]
+    struct Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    }
+
+    /// Owner tokens are URL-safe base64, so one in 32 starts with `-`; such
+    /// a token (or a reason) is a value, never taken for an option.
+    #[test]
+    fn a_value_may_start_with_a_hyphen() {
+        let token = "-rQx7kP2vW9mZ1cT4bN8sL0yH3fJ6dG5aE2uV7iO";
+        let calls = [
+            vec![
+                "quarantine",
+                "op",
+                "k",
+                "--owner-token",
+                token,
+                "--reason",
+                "-1 ms late",
+            ],
+            vec!["release", "op", "k", "--owner-token", token],
+            vec![
+                "resolve",
+                "op",
+                "k",
+                "--release",
+                "--owner-token",
+                token,
+                "--reason",
+                "-",
+            ],
+        ];
+        for call in calls {
+            let args = std::iter::once("keys").chain(call.iter().copied());
+            let parsed = Keys::try_parse_from(args).map(|k| format!("{:?}", k.command));
+            let parsed = parsed.unwrap_or_else(|e| panic!("{call:?}: {e}"));
+            assert!(parsed.contains(token), "{call:?} parsed as {parsed}");
         }
     }
 }
