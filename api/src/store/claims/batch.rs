@@ -6,8 +6,9 @@
 //! transaction. SQLite, whose commits cost a sync of the write-ahead log
 //! and whose statements cost no round trip, runs the single statements one
 //! after the other inside one transaction on its one writing connection.
-//! Either way nothing is answered before the commit, and a batch of one is
-//! the single statement, unchanged.
+//! Either way nothing is answered before the commit. A batch of one is the
+//! single statement, unchanged, except a Postgres completion, which goes
+//! through the batch function for its plan (see `pg_completes`).
 //!
 //! When the database refuses a batch (a statement error, which rolled the
 //! whole transaction back), each of its calls runs again alone, so one bad
@@ -100,32 +101,30 @@ fn refused(e: &StoreError) -> bool {
 
 // Postgres.
 
-/// Runs a batch of one alone, as its single statement; a larger batch
-/// together, and again call by call if the database refused it.
-async fn together_or_alone<'c, C, F>(
-    calls: &'c [C],
-    together: impl Future<Output = StoreResult<Answers>>,
-    alone: impl Fn(&'c C) -> F,
-) -> Answers
-where
-    F: Future<Output = StoreResult<Option<KeyRecord>>>,
-{
-    if let [one] = calls {
-        return vec![alone(one).await];
-    }
-    together_else_alone(calls, together, alone).await
+/// How a batch of one call runs.
+#[derive(Clone, Copy)]
+enum One {
+    /// As the call's single statement.
+    Alone,
+    /// As any batch (completions: the batch function's plan is kept, the
+    /// single statement's is made again at every run).
+    Together,
 }
 
-/// Runs a batch together, and again call by call if the database refused
-/// it.
-async fn together_else_alone<'c, C, F>(
+/// Runs a batch together (a batch of one as `one` says), and again call by
+/// call if the database refused it.
+async fn together_or_alone<'c, C, F>(
     calls: &'c [C],
+    one: One,
     together: impl Future<Output = StoreResult<Answers>>,
     alone: impl Fn(&'c C) -> F,
 ) -> Answers
 where
     F: Future<Output = StoreResult<Option<KeyRecord>>>,
 {
+    if let (One::Alone, [call]) = (one, calls) {
+        return vec![alone(call).await];
+    }
     match together.await {
         Ok(answers) => answers,
         Err(e) if refused(&e) => {
@@ -147,9 +146,12 @@ fn column<C, T>(calls: &[C], order: &[usize], f: impl Fn(&C) -> T) -> Vec<T> {
 
 pub async fn pg_claims(pool: PgPool, calls: Vec<ClaimCall>) -> Answers {
     let pool = &pool;
-    together_or_alone(&calls, pg_claims_together(pool, &calls), |c| async move {
-        Sql::on(pool).insert_claim(&c.key, &c.claim).await
-    })
+    together_or_alone(
+        &calls,
+        One::Alone,
+        pg_claims_together(pool, &calls),
+        |c| async move { Sql::on(pool).insert_claim(&c.key, &c.claim).await },
+    )
     .await
 }
 
@@ -195,8 +197,9 @@ async fn pg_claims_together(pool: &PgPool, calls: &[ClaimCall]) -> StoreResult<A
 /// the one plan that fits every key).
 pub async fn pg_completes(pool: PgPool, calls: Vec<CompleteCall>) -> Answers {
     let pool = &pool;
-    together_else_alone(
+    together_or_alone(
         &calls,
+        One::Together,
         pg_completes_together(pool, &calls),
         |c| async move { Sql::on(pool).complete(&c.key, &c.completion()).await },
     )
@@ -269,6 +272,7 @@ async fn sqlite_together<C>(
     let pool = &pool;
     together_or_alone(
         &calls,
+        One::Alone,
         sqlite_transaction(pool, &calls, build),
         |c| async move { sqlite_one(build(c).fetch_optional(pool).await) },
     )
